@@ -1,0 +1,3 @@
+"""spectui: a terminal cockpit for SGLang speculative decoding."""
+
+__version__ = "0.1.0"

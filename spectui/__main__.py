@@ -1,0 +1,5 @@
+"""`python -m spectui` runs the CLI."""
+
+from spectui.cli import main
+
+raise SystemExit(main())

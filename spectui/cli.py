@@ -1,0 +1,89 @@
+"""Command-line entry point: argparse subcommands dispatched lazily to spectui.commands.<name>.
+
+Each command module exposes `add_arguments(parser)` and `run(args) -> int`. Command modules import
+nothing heavy at module level, so `spectui --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "connect": ("spectui.commands.connect", "open the cockpit on a host's SGLang server"),
+    "demo": ("spectui.commands.demo", "start a simulated SGLang server and open the cockpit on it"),
+    "check": ("spectui.commands.check", "triage a log file headlessly (parse, metrics, rules)"),
+    "flags": ("spectui.commands.flags", "pre-flight: what an SGLang release will do with a launch command"),
+    "watch": ("spectui.commands.watch", "follow a live log headlessly, print events (JSONL)"),
+    "relaunch": ("spectui.commands.relaunch", "restart the server with edited flags (diff, verdict, confirm)"),
+    "rules": ("spectui.commands.rules", "list, explain and test the diagnosis rules"),
+}
+
+
+def add_ssh_options(parser: argparse.ArgumentParser) -> None:
+    """SSH options shared by every command that connects (CONTRACTS.md, Targets)."""
+    group = parser.add_argument_group("ssh")
+    group.add_argument("--ssh-config", metavar="FILE", help="ssh config file (like ssh -F)")
+    group.add_argument("-i", "--identity", metavar="FILE", action="append", help="identity (private key) file")
+    group.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
+    group.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust and record an unknown host key (like StrictHostKeyChecking=accept-new)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from spectui import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="spectui",
+        description="A terminal cockpit for SGLang speculative decoding.",
+    )
+    parser.add_argument("--version", action="version", version=f"spectui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        cmd_parser = sub.add_parser(name, help=help_text, description=help_text)
+        module = _import_command(module_name)
+        if module is not None:
+            module.add_arguments(cmd_parser)
+            cmd_parser.set_defaults(_module=module_name)
+    return parser
+
+
+def _import_command(module_name: str):
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            return None  # not built yet
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module_name = getattr(args, "_module", None)
+    if module_name is None:
+        if args.command:
+            print(f"spectui: '{args.command}' is not available in this build", file=sys.stderr)
+            return 2
+        parser.print_help()
+        return 2
+    module = importlib.import_module(module_name)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `spectui watch ... | head`: the reader went away; exit quietly like grep does.
+        try:
+            sys.stdout = None  # type: ignore[assignment]
+        finally:
+            return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

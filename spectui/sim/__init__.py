@@ -1,0 +1,1 @@
+"""A simulated SGLang server: same CLI, log formats and HTTP endpoints, no GPU."""

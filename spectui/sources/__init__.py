@@ -1,0 +1,1 @@
+"""I/O adapters: local and SSH hosts, log tails, HTTP probes, server discovery."""

@@ -1,0 +1,1 @@
+"""Everything Textual: the cockpit app, its screens and widgets."""

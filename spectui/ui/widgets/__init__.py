@@ -1,0 +1,1 @@
+"""Widgets of the cockpit: one widget per module, no I/O."""
