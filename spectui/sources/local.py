@@ -1,0 +1,119 @@
+"""LocalHost: the Host interface on this machine (spectui running on the GPU box, the demo, tests).
+
+Commands are exec'd without a shell. Files are read with os.pread on an open descriptor, so a tail keeps
+reading the inode it opened even after the path is renamed. The change notifier polls: a stat() every
+50 ms costs microseconds, and a local file needs no round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Sequence
+
+from spectui.errors import RemoteCommandError
+from spectui.sources.base import FileStat, RunResult, check_result
+
+POLL_INTERVAL = 0.05
+
+
+class LocalFile:
+    """An open local file (RemoteFile protocol)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    async def read(self, offset: int, length: int) -> bytes:
+        return os.pread(self._fd, length, offset)
+
+    async def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class PollNotifier:
+    """Sleeps one poll interval; always asks the tail to re-check the file's identity (a cheap stat)."""
+
+    def __init__(self, interval: float = POLL_INTERVAL) -> None:
+        self.interval = interval
+
+    async def wait(self, timeout: float) -> bool:
+        await asyncio.sleep(min(timeout, self.interval))
+        return True
+
+    async def close(self) -> None:
+        return None
+
+
+class LocalHost:
+    """This machine."""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.name = "local"
+        self.read_only = read_only
+
+    async def run(
+        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False
+    ) -> RunResult:
+        argv = list(argv)
+        try:
+            # A new session: a timed-out command is killed by its own process group, nothing else.
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            result = RunResult(127, "", f"{argv[0]}: command not found")
+            return check_result(argv, result, self.name) if check else result
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            raise RemoteCommandError(f"local: `{argv[0]}` did not finish within {timeout:g} s") from None
+        result = RunResult(
+            proc.returncode if proc.returncode is not None else -1,
+            out.decode(errors="replace"),
+            err.decode(errors="replace"),
+        )
+        return check_result(argv, result, self.name) if check else result
+
+    async def stat(self, path: str) -> FileStat | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return FileStat(size=st.st_size, inode=st.st_ino, mtime=st.st_mtime)
+
+    async def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
+    async def read_file(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
+        return remote_port  # already local: nothing to forward
+
+    async def open(self, path: str) -> LocalFile:
+        return LocalFile(os.open(path, os.O_RDONLY))
+
+    async def notifier(self, path: str) -> PollNotifier:
+        return PollNotifier()
+
+    async def reconnect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
