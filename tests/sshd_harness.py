@@ -1,0 +1,154 @@
+"""A real OpenSSH sshd on 127.0.0.1 for end-to-end tests: throwaway keys, known_hosts, session killing.
+
+The harness starts `sshd -D` in its own process group (so stopping it signals only what it started) and
+drops one client connection by SIGKILLing that connection's sshd child and its descendants, found by
+walking PPid in /proc: that is how a network drop looks to the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+
+
+def sshd_available() -> bool:
+    return os.path.exists(SSHD) and os.access(SSHD, os.X_OK)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "spectui-test", "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if ppid == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = _children(p)
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+@dataclass
+class Sshd:
+    """A running sshd: connect as `user`@127.0.0.1:`port` with `client_key`, trusting `known_hosts`."""
+
+    root: Path
+    port: int
+    user: str
+    client_key: Path
+    known_hosts: Path
+    host_pub: str
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@127.0.0.1:{self.port}"
+
+    def ssh_argv(self, *remote: str) -> list[str]:
+        """Plain OpenSSH client argv with the same keys (baseline in bench/)."""
+        return ["ssh", "-F", "/dev/null", "-i", str(self.client_key), "-p", str(self.port),
+                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+                "-o", "BatchMode=yes", f"{self.user}@127.0.0.1", *remote]
+
+    def session_pids(self) -> list[int]:
+        """Pids of the per-connection sshd children of the listener."""
+        return _children(self.proc.pid)
+
+    def kill_sessions(self) -> int:
+        """SIGKILL every connection's sshd child and its descendants; returns how many connections."""
+        sessions = self.session_pids()
+        for top in sessions:
+            for pid in [top, *_descendants(top)]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        return len(sessions)
+
+    def wait_sessions(self, n: int = 1, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.session_pids()) < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {n} ssh session(s) within {timeout} s")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.kill_sessions()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def start_sshd(root: Path) -> Sshd:
+    """Generate keys and config under `root`, start sshd on a free loopback port, wait until it accepts."""
+    root.mkdir(parents=True, exist_ok=True)
+    host_key, client_key = root / "host_ed25519", root / "client_ed25519"
+    _keygen(host_key)
+    _keygen(client_key)
+    authorized = root / "authorized_keys"
+    authorized.write_text(client_key.with_suffix(".pub").read_text())
+    os.chmod(client_key, 0o600)
+    port = _free_port()
+    sftp = SFTP_SERVER if os.path.exists(SFTP_SERVER) else "internal-sftp"
+    config = root / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {root / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nMaxSessions 64\nMaxStartups 64\n"
+        f"LogLevel ERROR\nSubsystem sftp {sftp}\n"
+    )
+    os.makedirs("/run/sshd", exist_ok=True)
+    proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    host_pub = host_key.with_suffix(".pub").read_text().split()
+    known = root / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+    import pwd
+
+    sshd = Sshd(root, port, pwd.getpwuid(os.getuid()).pw_name, client_key, known, " ".join(host_pub[:2]), proc)
+    deadline = time.monotonic() + 10
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()[-500:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            break
+        if time.monotonic() > deadline:
+            sshd.stop()
+            raise RuntimeError("sshd did not start listening within 10 s")
+        time.sleep(0.02)
+    return sshd
