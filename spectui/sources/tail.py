@@ -1,0 +1,220 @@
+"""LogTail: follow a log file by name over any Host, by byte offset, losing and repeating no line.
+
+Reads are positioned reads on an open handle (os.pread locally, SFTP remotely) from an offset spectui
+tracks: `offset` is always the end of the last complete line handed out, and a partial last line is held
+until its newline arrives. After a dropped connection the tail reconnects with backoff, reopens the file
+and resumes at `offset`, so nothing is lost or repeated. Rotation is detected by identity: a rename makes
+the path's inode differ from the followed one (the old handle is drained to its end first, then the new
+file is followed from its start); copytruncate shows as the file shrinking below the read position.
+The host's notifier wakes the loop when the file changes (a remote `tail -F` or a local poll); a slow
+periodic check catches anything a notifier missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from spectui.errors import AuthError, HostError, HostKeyError
+from spectui.sources.base import ConnState, Host, TailEvent, TailLines, TailState
+
+CHUNK = 256 * 1024
+MAX_PARTIAL = 1024 * 1024  # a "line" longer than this is handed out without its newline
+BACKOFF = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+class LogTail:
+    """Async iterator of TailLines / TailState for one file on one host."""
+
+    def __init__(
+        self,
+        host: Host,
+        path: str,
+        *,
+        from_start: bool = False,
+        backfill_lines: int = 200,
+        identity_check: float = 5.0,
+        lost_after: float = 30.0,
+        missing_retry: float = 1.0,
+    ) -> None:
+        self.host = host
+        self.path = path
+        self.from_start = from_start
+        self.backfill_lines = backfill_lines
+        self.identity_check = identity_check  # seconds between identity checks without a notifier hint
+        self.lost_after = lost_after  # reconnecting longer than this is reported as "lost"
+        self.missing_retry = missing_retry
+        self.offset = 0  # end of the last complete line handed out
+        self.next_line = 1  # number (in the file) of the next complete line
+        self.inode: int | None = None
+        self._partial = b""
+
+    def __aiter__(self) -> AsyncIterator[TailEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[TailEvent]:
+        failing_since: float | None = None
+        attempt = 0
+        reconnect = False
+        while True:
+            try:
+                if reconnect:
+                    await self.host.reconnect()
+                    reconnect = False
+                async for ev in self._session():
+                    if isinstance(ev, TailState) and ev.state is ConnState.CONNECTED:
+                        failing_since, attempt = None, 0
+                    yield ev
+            except (HostKeyError, AuthError):
+                raise  # retrying cannot fix a key or a permission: the caller says what to do
+            except HostError as exc:
+                now = time.monotonic()
+                failing_since = failing_since or now
+                lost = now - failing_since >= self.lost_after
+                yield TailState(ConnState.LOST if lost else ConnState.RECONNECTING, str(exc))
+                await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+                attempt += 1
+                reconnect = True
+            except FileNotFoundError:
+                yield TailState(ConnState.CONNECTED, f"log file {self.path} is missing on {self.host.name}; "
+                                "waiting for it to appear (check the path)")
+                await asyncio.sleep(self.missing_retry)
+            except PermissionError:
+                yield TailState(ConnState.CONNECTED, f"no permission to read {self.path} on {self.host.name}; "
+                                "connect as its owner or root")
+                await asyncio.sleep(self.missing_retry * 5)
+
+    async def _session(self) -> AsyncIterator[TailEvent]:
+        """One connection's worth of following: open, position, then read on every wake-up."""
+        st = await self.host.stat(self.path)
+        if st is None:
+            raise FileNotFoundError(self.path)
+        f = await self.host.open(self.path)
+        notifier = None
+        try:
+            size = await f.size()
+            self._partial = b""
+            if self.inode is None:
+                self.inode = st.inode
+                if not self.from_start:
+                    async for ev in self._backfill(f, size):
+                        yield ev
+            elif st.inode != self.inode:
+                self._restart(st.inode)
+                yield TailState(ConnState.CONNECTED, "log was rotated while disconnected; following the new "
+                                "file from its start (lines written to the old one meanwhile are not shown)",
+                                rotated=True)
+            elif size < self.offset:
+                self._restart(st.inode)
+                yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
+                                rotated=True)
+            notifier = await self.host.notifier(self.path)
+            yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
+            last_check = time.monotonic()
+            while True:
+                async for ev in self._drain(f):
+                    yield ev
+                hint = await notifier.wait(1.0)
+                if not hint and time.monotonic() - last_check < self.identity_check:
+                    continue
+                last_check = time.monotonic()
+                pos = self.offset + len(self._partial)
+                if await f.size() < pos:  # copytruncate
+                    self._restart(self.inode)
+                    yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
+                                    rotated=True)
+                    continue
+                st = await self.host.stat(self.path)
+                if st is not None and st.inode != self.inode:  # rotated by rename: finish the old file first
+                    async for ev in self._drain(f):
+                        yield ev
+                    if self._partial:
+                        yield self._emit([self._partial])
+                    await f.close()
+                    f = await self.host.open(self.path)
+                    self._restart(st.inode)
+                    yield TailState(ConnState.CONNECTED, "log was rotated; following the new file", rotated=True)
+        finally:
+            await f.close()
+            if notifier is not None:
+                await notifier.close()
+
+    def _restart(self, inode: int | None) -> None:
+        self.inode, self.offset, self.next_line, self._partial = inode, 0, 1, b""
+
+    def _emit(self, pieces: list[bytes], *, backfill: bool = False) -> TailLines:
+        """Hand out `pieces` (each a line with its newline, the last maybe without) and advance."""
+        consumed = sum(len(p) for p in pieces)
+        lines = tuple(p.removesuffix(b"\n").removesuffix(b"\r").decode(errors="replace") for p in pieces)
+        first = self.next_line
+        self.offset += consumed
+        self.next_line += len(lines)
+        self._partial = self._partial[consumed:] if not backfill else self._partial
+        return TailLines(lines, first, self.offset, backfill)
+
+    async def _drain(self, f) -> AsyncIterator[TailLines]:  # type: ignore[no-untyped-def]
+        """Read from the current position to the end; hand out complete lines."""
+        while True:
+            data = await f.read(self.offset + len(self._partial), CHUNK)
+            if not data:
+                return
+            self._partial += data
+            cut = self._partial.rfind(b"\n") + 1
+            if cut == 0 and len(self._partial) >= MAX_PARTIAL:
+                cut = len(self._partial)
+            if cut:
+                pieces = _split(self._partial[:cut])
+                yield self._emit(pieces)
+            if len(data) < CHUNK:
+                return
+
+    async def _backfill(self, f, size: int) -> AsyncIterator[TailLines]:  # type: ignore[no-untyped-def]
+        """Position at the end of the last complete line; hand out the last N lines for context."""
+        tail = b""
+        start = size
+        want = self.backfill_lines + 1
+        while start > 0 and tail.count(b"\n") < want:
+            step = min(CHUNK, start)
+            start -= step
+            tail = await f.read(start, step) + tail
+        end = start + tail.rfind(b"\n") + 1  # end of the last complete line
+        complete = tail[: end - start]
+        pieces = _split(complete)[-self.backfill_lines :] if self.backfill_lines else []
+        first_offset = end - sum(len(p) for p in pieces)
+        self.offset = first_offset
+        self.next_line = await self._count_lines(f, first_offset) + 1
+        self._partial = b""
+        if pieces:
+            yield self._emit(pieces, backfill=True)
+        self._partial = tail[end - start :]
+        if len(self._partial) >= MAX_PARTIAL:
+            self._partial = b""
+
+    async def _count_lines(self, f, end: int) -> int:  # type: ignore[no-untyped-def]
+        """Newlines in the first `end` bytes: one `head | wc -l` on the host, else read and count."""
+        if end == 0:
+            return 0
+        with contextlib.suppress(HostError, OSError, ValueError):
+            res = await self.host.run(["sh", "-c", 'head -c "$1" -- "$2" | wc -l', "sh", str(end), self.path],
+                                      timeout=120)
+            if res.exit_status == 0:
+                return int(res.stdout.strip())
+        count, pos = 0, 0
+        while pos < end:
+            data = await f.read(pos, min(4 * CHUNK, end - pos))
+            if not data:
+                break
+            count += data.count(b"\n")
+            pos += len(data)
+        return count
+
+
+def _split(buf: bytes) -> list[bytes]:
+    """Split on b"\\n" only (a bare \\r is part of a line, as `wc -l` counts), keeping the newlines."""
+    parts = [p + b"\n" for p in buf.split(b"\n")]
+    parts[-1] = parts[-1][:-1]
+    if not parts[-1]:
+        parts.pop()
+    return parts
