@@ -1,0 +1,132 @@
+"""Launch history: every relaunch recorded as JSON lines in the XDG state directory, and read back.
+
+The file is append-only: a launch is written once when it starts (outcome "running") and again when it
+ends; readers merge lines by `id`, later fields winning. A relaunch that was interrupted half-way thus
+still shows up (as "running"), and concurrent writers never rewrite each other's lines.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+Outcome = Literal["running", "healthy", "failed", "rolled_back", "rollback_failed"]
+
+
+def default_history_path(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_STATE_HOME/spectui/history.jsonl (default ~/.local/state/spectui/history.jsonl)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or ""
+    # The XDG spec says a relative path is invalid and must be ignored.
+    root = Path(base) if base and os.path.isabs(base) else Path(env.get("HOME", "~")).expanduser() / ".local/state"
+    return root / "spectui" / "history.jsonl"
+
+
+class FlagChangeRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    flag: str
+    old: str | None
+    new: str | None
+
+
+class LaunchRecord(BaseModel):
+    """One launch as the history screen shows it. Unknown keys from newer versions are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    id: str
+    time: str  # ISO 8601 UTC, when the relaunch started
+    host: str
+    old_pid: int | None = None
+    new_pid: int | None = None
+    old_command: str | None = None
+    command: str  # the edited command that was launched (shlex-quoted)
+    diff: list[FlagChangeRecord] = []
+    sglang_version: str | None = None  # bundled version used for the pre-flight verdict
+    verdict: str | None = None  # "ok" / "error" / "argparse_error"
+    forced: bool = False
+    log: str | None = None
+    outcome: Outcome = "running"
+    error: str | None = None
+    rollback_pid: int | None = None
+    rollback_log: str | None = None
+    accept_len: float | None = None  # the mean accept length the new launch reached (None: none seen)
+    gen_tokens_per_s: float | None = None
+    diagnoses: list[str] = []  # "RULE: title" of what the rules said about a failed launch
+    ended: str | None = None
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class HistoryStore:
+    """Append and read launch records. `path` defaults to the XDG location."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_history_path()
+
+    def append(self, record: LaunchRecord) -> None:
+        self._write(record.model_dump(mode="json"))
+
+    def update(self, launch_id: str, **fields: Any) -> None:
+        """Record later facts about a launch (outcome, accept len reached …) without rewriting the file."""
+        LaunchRecord.model_validate({"id": launch_id, "time": "", "host": "", "command": "", **fields})
+        self._write({"id": launch_id, **fields})
+
+    def read(self, *, host: str | None = None, limit: int | None = None) -> list[LaunchRecord]:
+        """Launches oldest first (the last `limit` of them), optionally only those on `host`.
+
+        Lines that do not parse (a torn write, a hand edit) are skipped, never fatal: history is a
+        convenience and must not stop a relaunch or the TUI from working.
+        """
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        merged: dict[str, dict[str, Any]] = {}
+        for line in text.splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+                continue
+            merged.setdefault(obj["id"], {}).update(obj)
+        records: list[LaunchRecord] = []
+        for obj in merged.values():
+            try:
+                records.append(LaunchRecord.model_validate(obj))
+            except ValidationError:
+                continue
+        if host is not None:
+            records = [r for r in records if r.host == host]
+        records.sort(key=lambda r: r.time)
+        return records[-limit:] if limit else records
+
+    def get(self, launch_id: str) -> LaunchRecord | None:
+        return next((r for r in self.read() if r.id == launch_id), None)
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # One write() of one line under an exclusive lock: two spectui processes relaunching at once
+        # (two terminals, TUI + CLI) interleave whole lines, never halves.
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                fh.write(line)
+                fh.flush()
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_history(*, host: str | None = None, limit: int | None = None, path: Path | str | None = None) -> list[LaunchRecord]:
+    """The read API for the TUI's history screen: launches oldest first."""
+    return HistoryStore(path).read(host=host, limit=limit)

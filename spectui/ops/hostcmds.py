@@ -1,0 +1,160 @@
+"""The exact commands relaunch runs on a host, as argv lists, and parsers for what they print.
+
+Nothing here does I/O: `procs.py` runs these through `Host.run`. Every shell script below is a fixed
+string; values (pids, paths, the server's argv and environment) reach it only as positional parameters
+("$1", "$@"), so no user- or log-controlled text is ever interpreted as shell code. The SSH host quotes
+the whole argv with shlex.join; the local host execs it without a shell.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+# The POSIX `kill` builtin (not /bin/kill, whose flavours differ) signalling one process group.
+# "-$2" is a negative pid: the group. The caller has refused 0, 1 and its own group beforehand, because
+# `kill -- -1` means "every process I may signal" and `kill -- -0` means "my own group".
+_SIGNAL_GROUP = 'kill -s "$1" -- "-$2"'
+
+# Where nvidia-smi is missing (no GPU, CPU sim) there is no GPU memory to wait for: exit 127 says so.
+_GPU_APPS = (
+    "command -v nvidia-smi >/dev/null 2>&1 || exit 127\n"
+    "exec nvidia-smi --query-compute-apps=pid,used_memory --format=csv"
+)
+
+# Detached start: new session (setsid), SIGHUP ignored (nohup), exactly the given environment (env -i),
+# in the old working directory, all output to a log file that must not exist yet (set -C: never
+# overwrite a log). Prints the new pid: setsid does not fork because a background job of a
+# non-interactive shell is never a process-group leader, so $! is the server itself.
+_START_DETACHED = """set -C
+cd -- "$1" || { echo "spectui: cannot cd to $1" >&2; exit 96; }
+log=$2
+shift 2
+for tool in setsid nohup env; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "spectui: $tool not found on this host" >&2; exit 97; }
+done
+true >"$log" 2>/dev/null || { echo "spectui: cannot create $log (exists or not writable)" >&2; exit 98; }
+setsid nohup env -i -- "$@" >>"$log" 2>&1 </dev/null &
+echo "$!"
+"""
+
+START_EXIT_REASONS = {96: "working directory missing", 97: "a needed tool is missing", 98: "log file not creatable"}
+
+
+def check_pgid(pgid: int, *, own_pgids: Sequence[int] = ()) -> None:
+    """Refuse process groups that would hit more than one server: 0/1 (everything) or our own."""
+    if pgid <= 1:
+        raise ValueError(f"refusing to signal process group {pgid}: that would hit more than the server")
+    if pgid in own_pgids:
+        raise ValueError(f"refusing to signal process group {pgid}: it is spectui's own")
+
+
+def signal_group_argv(pgid: int, signal: str, *, own_pgids: Sequence[int] = ()) -> list[str]:
+    check_pgid(pgid, own_pgids=own_pgids)
+    if signal not in ("TERM", "KILL", "0"):
+        raise ValueError(f"unexpected signal {signal!r}")
+    return ["sh", "-c", _SIGNAL_GROUP, "sh", signal, str(pgid)]
+
+
+def ps_argv() -> list[str]:
+    """Every process: pid, ppid, pgid, state, args (the state tells zombies, which hold nothing, apart)."""
+    return ["ps", "-e", "-o", "pid=", "-o", "ppid=", "-o", "pgid=", "-o", "stat=", "-o", "args="]
+
+
+def listeners_argv() -> list[str]:
+    """The kernel's TCP socket tables: universal on Linux, no ss/netstat/lsof needed."""
+    return ["cat", "/proc/net/tcp", "/proc/net/tcp6"]
+
+
+def gpu_apps_argv() -> list[str]:
+    return ["sh", "-c", _GPU_APPS, "sh"]
+
+
+def cmdline_argv(pid: int) -> list[str]:
+    return ["cat", f"/proc/{int(pid)}/cmdline"]
+
+
+def start_argv(cwd: str, log: str, env: Mapping[str, str], argv: Sequence[str]) -> list[str]:
+    if not argv:
+        raise ValueError("empty command")
+    if "=" in argv[0]:
+        # env(1) would take it for an assignment and run the next word instead.
+        raise ValueError(f"program name {argv[0]!r} contains '=': cannot be started through env")
+    bad = [k for k in env if not k or "=" in k or "\0" in k]
+    if bad:
+        raise ValueError(f"environment variable name {bad[0]!r} cannot be passed on")
+    assignments = [f"{k}={v}" for k, v in env.items()]
+    return ["sh", "-c", _START_DETACHED, "sh", cwd, log, *assignments, *argv]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcEntry:
+    pid: int
+    ppid: int
+    pgid: int
+    stat: str
+    args: str
+
+    @property
+    def alive(self) -> bool:
+        return not self.stat.startswith("Z")  # a zombie has released its memory, ports and GPU
+
+
+def parse_ps(text: str) -> list[ProcEntry]:
+    out: list[ProcEntry] = []
+    for line in text.splitlines():
+        parts = line.split(None, 4)
+        if len(parts) < 4 or not all(p.lstrip("-").isdigit() for p in parts[:3]):
+            continue
+        args = parts[4] if len(parts) > 4 else ""
+        out.append(ProcEntry(int(parts[0]), int(parts[1]), int(parts[2]), parts[3], args))
+    return out
+
+
+def parse_listening_ports(text: str) -> dict[int, list[int]]:
+    """/proc/net/tcp{,6} -> {port: [socket inode, …]} for sockets in LISTEN (state 0A)."""
+    ports: dict[int, list[int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 10 or ":" not in parts[1] or parts[3] != "0A":
+            continue
+        try:
+            port = int(parts[1].rsplit(":", 1)[1], 16)
+            inode = int(parts[9])
+        except ValueError:
+            continue
+        ports.setdefault(port, []).append(inode)
+    return ports
+
+
+@dataclass(frozen=True, slots=True)
+class GpuApp:
+    pid: int
+    used_memory: str  # as printed: "4000 MiB"
+
+
+def parse_gpu_apps(text: str) -> list[GpuApp]:
+    """`nvidia-smi --query-compute-apps=pid,used_memory --format=csv`: a header, then "pid, mem" rows."""
+    apps: list[GpuApp] = []
+    for line in text.splitlines():
+        pid_text, _, mem = line.partition(",")
+        if pid_text.strip().isdigit():
+            apps.append(GpuApp(int(pid_text.strip()), mem.strip()))
+    return apps
+
+
+SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Environment for display: values of secret-looking variables (HF_TOKEN …) replaced."""
+    return {k: ("***" if any(m in k.upper() for m in SECRET_MARKERS) else v) for k, v in env.items()}
+
+
+def display_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """One argv as a copy-pasteable shell line, with secret values of `env` masked wherever they occur."""
+    if env:
+        secrets = {f"{k}={v}": f"{k}=***" for k, v in env.items() if redact_env({k: v})[k] == "***"}
+        argv = [secrets.get(a, a) for a in argv]
+    return shlex.join(argv)
