@@ -1,0 +1,351 @@
+"""SGLang flag catalogues: which releases are bundled, and argparse-exact parsing of a release's flags.
+
+A catalogue is the list of argparse actions one SGLang release registers (dumped from its own
+`ServerArgs.add_cli_args`). To reproduce argparse exactly — unique-prefix abbreviations, ambiguity
+messages, `--flag=value`, choices, type errors, the order of "unrecognized arguments" — the catalogue is
+rebuilt into a real `argparse.ArgumentParser` whose `error()` raises instead of exiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from spectui.core.suggest import suggest_flags
+from spectui.core.versions import Version, parse_version
+
+# Deprecation notices printed at parse time (exact text, as recorded from real runs).
+_DEPRECATION_TEXT: dict[str, str] = {
+    "--disable-cuda-graph": (
+        "\x1b[1;33m'--disable-cuda-graph' is deprecated and will be removed in a future release. "
+        "Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.\x1b[0m"
+    ),
+}
+
+
+class ArgparseFailure(Exception):
+    """argparse would print `usage` then `<prog>: error: <message>` and exit 2."""
+
+    def __init__(self, message: str, *, prog: str = "", usage: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.prog = prog
+        self.usage = usage
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DeprecatedFlagUsed(Exception):
+    """SGLang's `DeprecatedAction` raises ValueError(help) when the flag is used."""
+
+    def __init__(self, flag: str) -> None:
+        super().__init__(flag)
+        self.flag = flag
+
+
+@dataclass(frozen=True, slots=True)
+class FlagSpec:
+    """One argparse action of a release."""
+
+    flags: tuple[str, ...]
+    dest: str
+    action: str
+    type: str | None
+    nargs: int | str | None
+    default: Any
+    choices: tuple[Any, ...] | None
+
+    @property
+    def name(self) -> str:
+        return self.flags[0]
+
+    @property
+    def takes_value(self) -> bool:
+        return self.nargs != 0
+
+
+@dataclass(frozen=True)
+class ParsedArgs:
+    """What argparse produced: only flags given on the command line, plus the defaults."""
+
+    given: dict[str, Any]  # dest -> value, in command-line order
+    defaults: dict[str, Any]  # dest -> default for every dest
+    typed: dict[str, str] = field(default_factory=dict)  # dest -> option string as typed (may be a prefix)
+    parse_warnings: tuple[str, ...] = ()  # deprecation notices argparse-time actions print
+    help_requested: bool = False
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return {**self.defaults, **self.given}
+
+
+def _converter(name: str | None) -> Callable[[str], Any] | None:
+    """Converters named like SGLang's, so "invalid <name> value" messages match."""
+    if name in (None, "str"):
+        return None if name is None else str
+    if name == "int":
+        return int
+    if name == "float":
+        return float
+
+    def nullable_str(v: str) -> str | None:
+        return None if v.lower() in ("none", "null", "") else v
+
+    def json_list_type(v: str) -> list[Any]:
+        return list(json.loads(v))
+
+    def loads(v: str) -> Any:
+        return json.loads(v)
+
+    def human_readable_int(v: str) -> int:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)\s*", v)
+        if not m:
+            raise ValueError(v)
+        scale = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[m.group(2).lower()]
+        return int(float(m.group(1)) * scale)
+
+    def passthrough(v: str) -> str:
+        return v
+
+    known = {f.__name__: f for f in (nullable_str, json_list_type, loads, human_readable_int)}
+    if name in known:
+        return known[name]
+    passthrough.__name__ = name or "str"
+    return passthrough
+
+
+class _HelpRequested(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, help="show help")
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        namespace.__dict__["__help__"] = True
+
+
+class _Deprecated(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        raise DeprecatedFlagUsed(self.option_strings[0])
+
+
+class _DeprecatedStoreTrue(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, True)
+        note = _DEPRECATION_TEXT.get(self.option_strings[0])
+        if note:
+            namespace.__dict__.setdefault("__warnings__", []).append(note)
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ArgparseFailure(message, prog=self.prog, usage=self.format_usage())
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise ArgparseFailure(message or f"exit {status}", prog=self.prog, usage=self.format_usage())
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    # A fixed width: what argparse uses when stdout is not a terminal (80 columns - 2).
+    return argparse.HelpFormatter(prog, width=78)
+
+
+class FlagCatalogue:
+    """The flags of one SGLang release, with argparse's own matching."""
+
+    def __init__(self, version: str, specs: Sequence[FlagSpec], *, model_path_required: bool = True) -> None:
+        self.version = version
+        self.specs: tuple[FlagSpec, ...] = tuple(specs)
+        self.by_dest: dict[str, FlagSpec] = {s.dest: s for s in self.specs}
+        self.by_flag: dict[str, FlagSpec] = {f: s for s in self.specs for f in s.flags}
+        self._required = model_path_required and "model_path" in self.by_dest
+        self._parsers: dict[str, argparse.ArgumentParser] = {}
+
+    @property
+    def option_strings(self) -> list[str]:
+        return ["-h", "--help", *self.by_flag]
+
+    @property
+    def parsed_version(self) -> Version:
+        return parse_version(self.version)
+
+    def defaults(self) -> dict[str, Any]:
+        return {s.dest: s.default for s in self.specs}
+
+    def _parser(self, prog: str) -> argparse.ArgumentParser:
+        if prog in self._parsers:
+            return self._parsers[prog]
+        p = _RaisingParser(prog=prog, add_help=False, formatter_class=_formatter)
+        p.add_argument("-h", "--help", action=_HelpRequested, dest="__help__")
+        for s in self.specs:
+            kw: dict[str, Any] = {"dest": s.dest, "default": argparse.SUPPRESS}
+            flags = list(s.flags)
+            if s.action in ("_StoreTrueAction",):
+                kw["action"] = "store_true"
+            elif s.action == "BooleanOptionalAction":
+                flags = [f for f in flags if not f.startswith("--no-")]
+                kw["action"] = argparse.BooleanOptionalAction
+            elif s.action == "DeprecatedAction":
+                kw.update(action=_Deprecated, nargs=0)
+            elif s.action in ("DeprecatedStoreTrueAction", "DeprecatedStoreConstAction"):
+                kw.update(action=_DeprecatedStoreTrue, nargs=0)
+            else:
+                conv = _converter(s.type)
+                if conv is not None:
+                    kw["type"] = conv
+                if s.nargs not in (None, 0):
+                    kw["nargs"] = s.nargs
+                if s.choices is not None:
+                    kw["choices"] = list(s.choices)
+            if s.dest == "model_path" and self._required:
+                kw["required"] = True
+            p.add_argument(*flags, **kw)
+        self._parsers[prog] = p
+        return p
+
+    def parse_args(self, args: Sequence[str], prog: str = "launch_server.py") -> ParsedArgs:
+        """Parse like SGLang's argparse; raises ArgparseFailure with argparse's exact message."""
+        parser = self._parser(prog)
+        ns = parser.parse_args(list(args))
+        given = dict(vars(ns))
+        help_requested = bool(given.pop("__help__", False))
+        warnings = tuple(given.pop("__warnings__", ()))
+        typed = _typed_flags(self, args, given)
+        return ParsedArgs(given=given, defaults=self.defaults(), typed=typed,
+                          parse_warnings=warnings, help_requested=help_requested)
+
+    def format_usage(self, prog: str = "launch_server.py") -> str:
+        """The usage block argparse prints before an error line."""
+        return self._parser(prog).format_usage()
+
+    def canonical(self, flag: str) -> str | None:
+        """Option string argparse would match for `flag` (exact or unique prefix), else None."""
+        name = flag.split("=", 1)[0]
+        if name in self.by_flag or name in ("-h", "--help"):
+            return name
+        if not name.startswith("--"):
+            return None
+        hits = [o for o in self.option_strings if o.startswith(name)]
+        return hits[0] if len(hits) == 1 else None
+
+    def spec_for(self, flag: str) -> FlagSpec | None:
+        name = self.canonical(flag)
+        return self.by_flag.get(name) if name else None
+
+    def prefix_matches(self, flag: str) -> list[str]:
+        name = flag.split("=", 1)[0]
+        return [o for o in self.option_strings if o.startswith(name)] if name.startswith("--") else []
+
+    def suggest(self, flag: str) -> list[str]:
+        """Did-you-mean for a flag this release does not accept."""
+        return suggest_flags(flag, self.option_strings, self.prefix_matches(flag))
+
+
+def _typed_flags(cat: FlagCatalogue, args: Sequence[str], given: Mapping[str, Any]) -> dict[str, str]:
+    typed: dict[str, str] = {}
+    for a in args:
+        if a == "--":
+            break
+        spec = cat.spec_for(a) if a.startswith("--") else None
+        if spec is not None and spec.dest in given:
+            typed[spec.dest] = a.split("=", 1)[0]
+    return typed
+
+
+@functools.cache
+def known_versions() -> list[str]:
+    """Bundled releases, oldest first."""
+    names = [p.name for p in resources.files("spectui.data").joinpath("catalogues").iterdir()]
+    vs = [n[len("sglang-"):-len(".json")] for n in names if n.startswith("sglang-") and n.endswith(".json")]
+    return sorted(vs, key=parse_version)
+
+
+def pick_version(v: str | None) -> tuple[str, str | None]:
+    """(bundled version to use, warning if it is not exactly the one asked for). Raises ValueError."""
+    known = known_versions()
+    if v is None or v.strip() in ("", "latest"):
+        return known[-1], None
+    raw = v.strip().removeprefix("sglang==").removeprefix("v")
+    try:
+        want = parse_version(raw)
+    except ValueError:
+        raise ValueError(f"unknown SGLang version {v!r}; known: {', '.join(known)}") from None
+    if raw in known:
+        return raw, None
+    same_line = [k for k in known if parse_version(k)[:3] == want[:3]]
+    if same_line:
+        return same_line[-1], f"SGLang {raw}: using the bundled catalogue of {same_line[-1]} (same release)"
+    below = [k for k in known if parse_version(k) <= want]
+    if not below:
+        raise ValueError(f"SGLang {raw} is older than every bundled release; known: {', '.join(known)}")
+    return below[-1], (f"SGLang {raw} is not bundled; using the nearest older release {below[-1]} "
+                       f"(known: {', '.join(known)})")
+
+
+@functools.cache
+def load_catalogue(version: str) -> FlagCatalogue:
+    """The bundled catalogue of exactly `version` (use pick_version first). Raises ValueError."""
+    if version not in known_versions():
+        raise ValueError(f"no bundled catalogue for SGLang {version}; known: {', '.join(known_versions())}")
+    text = resources.files("spectui.data").joinpath("catalogues").joinpath(f"sglang-{version}.json").read_text()
+    data = json.loads(text)
+    specs = [
+        FlagSpec(
+            flags=tuple(f["flags"]), dest=f["dest"], action=f["action"], type=f["type"], nargs=f["nargs"],
+            default=f["default"], choices=tuple(f["choices"]) if f["choices"] is not None else None,
+        )
+        for f in data["flags"]
+    ]
+    return FlagCatalogue(version, specs)
+
+
+_HELP_OPT = re.compile(r"^\s{0,8}(-[-\w]+(?:\s+[A-Z_{][^\s,]*)?(?:,\s*-[-\w]+(?:\s+[A-Z_{][^\s,]*)?)*)")
+_CHOICES = re.compile(r"^\{([^}]*)\}")
+
+
+def catalogue_from_help(text: str, version: str) -> FlagCatalogue:
+    """A catalogue read from a host's `python -m sglang.launch_server --help` output.
+
+    Help output lacks types and defaults, so values are kept as strings; flags, aliases, whether a flag
+    takes a value, nargs="+" and choices are recovered, which is what prefix matching and
+    "unrecognized arguments" need.
+    """
+    specs: list[FlagSpec] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        m = _HELP_OPT.match(line)
+        if not m or not line.lstrip().startswith("--"):
+            continue
+        flags: list[str] = []
+        metavar: str | None = None
+        for part in m.group(1).split(","):
+            bits = part.split()
+            if bits and bits[0].startswith("--"):
+                flags.append(bits[0])
+                if len(bits) > 1:
+                    metavar = bits[1]
+        flags = [f for f in flags if f not in seen and f != "--help"]
+        if not flags:
+            continue
+        seen.update(flags)
+        rest = line[m.end():]
+        nargs: int | str | None = 0 if metavar is None else None
+        if metavar is not None and rest.lstrip().startswith("[") and "..." in rest.split("  ")[0]:
+            nargs = "+"
+        choices = None
+        if metavar is not None and (cm := _CHOICES.match(metavar)):
+            choices = tuple(cm.group(1).split(","))
+        action = "_StoreTrueAction" if nargs == 0 else "_StoreAction"
+        if nargs == 0 and any(f.startswith("--no-") for f in flags[1:]):
+            action = "BooleanOptionalAction"
+        dest = flags[0][2:].replace("-", "_")
+        specs.append(FlagSpec(tuple(flags), dest, action, None if nargs == 0 else "str", nargs,
+                              False if nargs == 0 else None, choices))
+    if not specs:
+        raise ValueError("no flags found in that --help output")
+    return FlagCatalogue(version, specs)

@@ -1,0 +1,115 @@
+"""Plain-words explanations for resolve(): why SGLang failed, and every requested-vs-effective difference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from spectui.core import resolve_rules as R
+from spectui.core.versions import Version
+
+if TYPE_CHECKING:
+    from spectui.core.resolve import FlagNote
+
+
+def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str:
+    """What to change so that SGLang stops raising this."""
+    topk = requested.get("speculative_eagle_topk")
+    draft = requested.get("speculative_num_draft_tokens")
+    steps = requested.get("speculative_num_steps")
+    if type_ == "AssertionError" and message == "":
+        given = " and ".join(f for f, val in (("--speculative-eagle-topk", topk),
+                                             ("--speculative-num-draft-tokens", draft)) if val is not None)
+        hint = ""
+        if draft is not None and topk in (None, 1):
+            hint = (f" For a chain of {draft} draft tokens: --speculative-num-steps {max(draft - 1, 1)} "
+                    f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {draft}.")
+        return (f"SGLang's bare `assert` fired: {given or 'topk or draft tokens'} was given without "
+                "--speculative-num-steps, and SGLang only auto-chooses the three values when all three are "
+                f"unset. Fix: add --speculative-num-steps, or drop all three flags to get the defaults.{hint}")
+    if type_ == "TypeError" and message == R.TYPEERROR_NONE_GT_INT:
+        chain = f" (then draft tokens = {steps + 1})" if isinstance(steps, int) else ""
+        return ("--speculative-num-steps was given without --speculative-eagle-topk: SGLang compares the "
+                "unset topk with 1 and crashes with this TypeError. Fix: add --speculative-eagle-topk 1 for "
+                f"a chain{chain}, or a topk > 1 with --speculative-num-draft-tokens for a tree.")
+    if "page_size" in message and "speculative_eagle_topk" in message:
+        return ("topk > 1 (a draft tree) with --page-size > 1 needs a paged-tree-capable attention backend. "
+                "Fix: --page-size 1, or --attention-backend flashinfer (fa3 from 0.5.6, triton from 0.5.15), "
+                "or --speculative-eagle-topk 1.")
+    if message.startswith("Ngram speculative decoding only supports"):
+        return "NGRAM cannot run on this device in this release. Fix: run on a CUDA GPU (--device cuda)."
+    if "does not support dp attention" in message:
+        return "Fix: drop --enable-dp-attention / --attn-dp-size, or use EAGLE/EAGLE3."
+    if message.startswith("Unknown speculative algorithm name"):
+        return f"Fix: use one of {', '.join(R.BUILTIN_ALGORITHMS[:6])} (NEXTN is SGLang's MTP name)."
+    if message == R.TRTLLM_TOPK:
+        return "Fix: --speculative-eagle-topk 1, or another --attention-backend (flashinfer, fa3)."
+    if message == R.SPEC_V2_TOPK:
+        return "Spec v2 (SGLANG_ENABLE_SPEC_V2=1) only runs chains. Fix: topk 1, or unset SGLANG_ENABLE_SPEC_V2."
+    if message.endswith("is deprecated"):
+        return f"SGLang rejects this deprecated flag with a ValueError. Fix: remove {message.split()[0]}."
+    if message == R.DFLASH_NO_DRAFT:
+        return "Fix: add --speculative-draft-model-path pointing at the DFLASH draft."
+    return f"SGLang raises {type_} while resolving the arguments: {message}"
+
+
+def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, Any],
+                        warnings: Sequence[str], ver: Version) -> list[FlagNote]:
+    """One note per value SGLang changed or chose for the speculative setup."""
+    from spectui.core.resolve import FlagNote
+
+    notes: list[FlagNote] = []
+    algo = effective.get("speculative_algorithm")
+    if algo is None:
+        return notes
+    steps, topk = effective.get("speculative_num_steps"), effective.get("speculative_eagle_topk")
+    draft = effective.get("speculative_num_draft_tokens")
+    req_draft, req_topk = requested.get("speculative_num_draft_tokens"), requested.get("speculative_eagle_topk")
+    if requested.get("speculative_algorithm") not in (None, algo):
+        notes.append(FlagNote("algorithm-renamed", "info",
+                              f"--speculative-algorithm {requested['speculative_algorithm']} runs as {algo}",
+                              "SGLang treats NEXTN (MTP) as EAGLE and upper-cases names."))
+    if algo == "NGRAM":
+        if req_topk is not None and req_topk != topk:
+            notes.append(FlagNote(
+                "ngram-topk-overridden", "warning", f"--speculative-eagle-topk {req_topk} becomes {topk}",
+                "NGRAM always sets topk to --speculative-ngram-max-bfs-breadth; edit that flag instead.",
+                fix_set=(("--speculative-ngram-max-bfs-breadth", str(req_topk)),),
+                fix_unset=("--speculative-eagle-topk",)))
+    elif req_draft is not None and req_draft != draft and topk == 1:
+        fix = (("--speculative-num-steps", str(max(req_draft - 1, 1))),)
+        notes.append(FlagNote(
+            "draft-tokens-adjusted", "warning",
+            f"--speculative-num-draft-tokens {req_draft} becomes {draft}",
+            f"With --speculative-eagle-topk 1 SGLang forces draft tokens = num_steps + 1 = {steps} + 1 "
+            f"(warning: \"{R.ADJUST}\"). Your {req_draft} is ignored. For a chain of {req_draft} draft tokens "
+            f"use --speculative-num-steps {max(req_draft - 1, 1)}; or a topk > 1 for a tree of {req_draft}.",
+            fix_set=fix))
+    elif req_draft is None and draft is not None and requested.get("speculative_num_steps") is not None:
+        notes.append(FlagNote("draft-tokens-derived", "info", f"speculative_num_draft_tokens = {draft}",
+                              "Not given: SGLang derived it (steps + 1 for topk 1)."))
+    auto = all(requested.get(k) is None for k in
+               ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"))
+    if auto and algo in R.EAGLE_FAMILY and steps is not None:
+        notes.append(FlagNote("auto-params", "info",
+                              f"steps/topk/draft tokens auto-chosen: {steps}/{topk}/{draft}",
+                              "None of the three was given, so SGLang picked its defaults for this target "
+                              "architecture."))
+    if requested.get("max_running_requests") is None and effective.get("max_running_requests") == 48:
+        notes.append(FlagNote(
+            "max-running-48", "info", "max running requests capped at 48",
+            "Speculative decoding resets an unset --max-running-requests to 48, and CUDA graphs are only "
+            "captured up to that batch size. Set --max-running-requests for more concurrency."))
+    if not requested.get("disable_overlap_schedule") and effective.get("disable_overlap_schedule"):
+        notes.append(FlagNote("overlap-off", "info", "overlap scheduler disabled",
+                              "This release runs this speculative algorithm without the overlap scheduler "
+                              "(expected, costs some throughput)."))
+    if requested.get("speculative_draft_model_path") is None and effective.get("speculative_draft_model_path"):
+        notes.append(FlagNote("mtp-draft-path", "info",
+                              "draft model = the target checkpoint (built-in MTP layers)",
+                              "The target architecture carries its own MTP draft, so SGLang uses the target "
+                              "path as the draft path."))
+    if R.DSMTP in warnings:
+        notes.append(FlagNote("mtp-draft-path-given", "info", "draft path given for an MTP target",
+                              "SGLang notes the target already has MTP layers; the given draft is still used."))
+    return notes
