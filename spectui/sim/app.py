@@ -1,0 +1,220 @@
+"""The simulated server's life: bind, start-up milestones, serve (HTTP + engine + built-in traffic), faults, exit.
+
+One process, one event loop: nothing is forked, so a signal to the process group reaches all of it and
+a crash that "kills the process tree" only ever kills this process (SIGKILL to its own pid).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+
+from spectui.sim import faults
+from spectui.sim.engine import Engine
+from spectui.sim.http import Request, serve_connection
+from spectui.sim.knobs import SimKnobs
+from spectui.sim.logfmt import LogFormat
+from spectui.sim.model import DecodeModel, SpecConfig
+from spectui.sim.routes import Routes, SimState
+from spectui.sim.startup import Startup
+
+
+class _Crash(Exception):
+    """Raised inside the engine loop to stop it the way a dying scheduler would."""
+
+
+@dataclass
+class Output:
+    """SGLang's streams: logging on stderr, uvicorn's access log on stdout; both flushed per line."""
+
+    err: object = None
+    out: object = None
+
+    def log(self, line: str) -> None:
+        stream = self.err or sys.stderr
+        stream.write(line + "\n")  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+
+    def access(self, line: str) -> None:
+        stream = self.out or sys.stdout
+        stream.write(line + "\n")  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+
+
+def _die(code_signal: int, out: Output) -> None:
+    """Leave like SGLang's kill_process_tree: SIGKILL (137) — but only this process, never a group."""
+    for s in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            s.flush()
+    os.kill(os.getpid(), code_signal)
+
+
+class SimApp:
+    def __init__(self, *, knobs: SimKnobs, fmt: LogFormat, args: dict[str, object], launch_argv: list[str],
+                 spec: SpecConfig | None, draft_arch: str | None, out: Output | None = None) -> None:
+        self.knobs, self.fmt, self.args, self.spec = knobs, fmt, args, spec
+        self.out = out or Output()
+        self.host = str(args.get("host") or "127.0.0.1")
+        self.port = int(args.get("port") or 30000)  # type: ignore[call-overload]
+        alpha = faults.LAYER_MISMATCH_ALPHA if knobs.fault and knobs.fault.name == "layer-mismatch" else knobs.alpha
+        self.model = DecodeModel(knobs.baseline_tps, alpha, spec)
+        self.startup = Startup(fmt=fmt, args=args, spec=spec, draft_arch=draft_arch, model_arch=knobs.model_arch,
+                               log=self.out.log, pause=self.pause)
+        self.stop = asyncio.Event()
+        self.stop_signal = 0
+        self.engine = Engine(model=self.model, fmt=fmt, write=self.out.log, max_running=self.startup.max_running,
+                             max_total_tokens=self.startup.max_total_tokens,
+                             decode_log_interval=int(args.get("decode_log_interval") or 40),  # type: ignore[call-overload]
+                             graph_max_bs=self.startup.graph_max_bs, time_scale=knobs.time_scale, seed=knobs.seed)
+        self.state = SimState(fmt=fmt, engine=self.engine, args=args, launch_argv=launch_argv, write=self.out.log,
+                              max_total_tokens=self.startup.max_total_tokens, context_len=self.startup.context_len)
+        self.routes = Routes(self.state)
+        self._crash: asyncio.Future[list[str]] | None = None
+
+    async def pause(self, sim_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), sim_s / self.knobs.time_scale)
+
+    def _on_signal(self, signum: int) -> None:
+        self.stop_signal = signum
+        self.stop.set()
+
+    def _bind(self) -> socket.socket | None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+            sock.listen(128)
+        except OSError as exc:
+            sock.close()
+            self.out.log(self.fmt.uvicorn(f"[Errno {exc.errno}] error while attempting to bind on address "
+                                          f"({self.host!r}, {self.port}): {(exc.strerror or str(exc)).lower()}",
+                                          level="ERROR"))
+            return None
+        return sock
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        self.out.log(self.fmt.main(self.fmt.server_args(self.args)))
+        # The port is taken before loading, so a port clash fails in a second instead of after start-up.
+        sock = self._bind()
+        if sock is None:
+            return 1
+        try:
+            return await self._run(sock)
+        finally:
+            sock.close()
+
+    async def _run(self, sock: socket.socket) -> int:
+        fault = self.knobs.fault
+        ok = await self.startup.before_serving(oom=fault is not None and fault.name == "oom-at-capture")
+        if self.stop.is_set():
+            return self._exit_during_startup()
+        if not ok:  # a start-up fault: the scheduler died, the launcher kills the tree
+            self.out.log(self.fmt.main(faults.SIGQUIT_LAUNCH))
+            _die(signal.SIGKILL, self.out)
+        server = await asyncio.start_server(self._connection, sock=sock)
+        for line in self.fmt.uvicorn_startup(os.getpid(), self.host, self.port):
+            self.out.log(line)
+        self._crash = loop_future = asyncio.get_running_loop().create_future()
+        self.engine.before_round = self._check_faults
+        engine_task = asyncio.create_task(self._engine_guard())
+        await self._warmup()
+        if self.stop.is_set():
+            return await self._shutdown(server, engine_task)
+        self.state.ready = True
+        self.out.log(self.fmt.main("The server is fired up and ready to roll!"))
+        traffic = asyncio.create_task(self._traffic()) if self.knobs.traffic_rps > 0 else None
+        stop_task = asyncio.create_task(self.stop.wait())
+        await asyncio.wait({stop_task, loop_future}, return_when=asyncio.FIRST_COMPLETED)
+        if traffic:
+            traffic.cancel()
+        if loop_future.done():
+            for line in loop_future.result():
+                self.out.log(line)
+            _die(signal.SIGKILL, self.out)
+        stop_task.cancel()
+        return await self._shutdown(server, engine_task)
+
+    def _exit_during_startup(self) -> int:
+        # Before uvicorn runs, SGLang has no handler: the signal's default action ends it.
+        signal.signal(self.stop_signal, signal.SIG_DFL)
+        _die(self.stop_signal, self.out)
+        return 128 + self.stop_signal
+
+    async def _shutdown(self, server: asyncio.AbstractServer, engine_task: asyncio.Task) -> int:
+        server.close()
+        for line in self.fmt.uvicorn_shutdown(os.getpid()):
+            self.out.log(line)
+        engine_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await engine_task
+        return 0
+
+    async def _engine_guard(self) -> None:
+        with contextlib.suppress(_Crash):
+            await self.engine.run()
+
+    def _check_faults(self) -> None:
+        fault, crash = self.knobs.fault, self._crash
+        if fault is None or crash is None or crash.done():
+            return
+        stats = self.engine.stats
+        if fault.name == "crash-after" and stats.requests_finished >= fault.count + 1:  # +1: the warm-up request
+            crash.set_result([self.fmt.sched("Scheduler hit an exception: Traceback (most recent call last):"),
+                              *faults.runtime_crash(), self.fmt.main(faults.SIGQUIT_RUNNING)])
+            raise _Crash
+        if fault.name == "nccl-timeout" and self.state.ready and stats.generation_tokens_total > 0:
+            asyncio.get_running_loop().create_task(self._nccl_hang())
+            raise _Crash
+
+    async def _nccl_hang(self) -> None:
+        await self.pause(faults.NCCL_HANG_S)
+        if self._crash is not None and not self._crash.done():
+            stamp = time.strftime("%m%d %H:%M:%S")
+            self._crash.set_result([*faults.nccl_watchdog(stamp, 4242), self.fmt.main(faults.SIGQUIT_RUNNING)])
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await serve_connection(reader, writer, self.routes, self._access_log)
+
+    def _access_log(self, req: Request, status: int) -> None:
+        phrase = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable",
+                  400: "Bad Request"}.get(status, "OK")
+        self.out.access(self.fmt.access(req.client, req.method, req.path, status, phrase))
+
+    async def _warmup(self) -> None:
+        """What SGLang's _wait_and_warmup does: model info, then one short /generate."""
+        client = f"127.0.0.1:{random.randint(40000, 60000)}"
+        if self.fmt.model_info_path == "/get_model_info" and self.fmt.v >= (0, 5, 6):
+            self.out.log(self.fmt.main(self.fmt.deprecated_endpoint("/get_model_info", "/model_info")))
+        self.out.access(self.fmt.access(client, "GET", self.fmt.model_info_path, 200, "OK"))
+        req = self.engine.submit(prompt_tokens=6, max_tokens=8)
+        while await req.chunks.get() is not None:
+            pass
+        self.out.access(self.fmt.access(client, "POST", "/generate", 200, "OK"))
+        await self.pause(0.2)
+
+    async def _traffic(self) -> None:
+        """A built-in benchmark client: Poisson arrivals at --sim-traffic requests/s (simulated time)."""
+        rng = random.Random(self.knobs.seed + 1)
+        while True:
+            await self.pause(rng.expovariate(self.knobs.traffic_rps))
+            client = f"127.0.0.1:{rng.randint(40000, 60000)}"
+            req = self.engine.submit(prompt_tokens=rng.randint(200, 1200), max_tokens=self.knobs.output_len)
+            self.out.access(self.fmt.access(client, "POST", "/v1/chat/completions", 200, "OK"))
+            asyncio.get_running_loop().create_task(_drain(req.chunks))
+
+
+async def _drain(chunks: asyncio.Queue) -> None:
+    while await chunks.get() is not None:
+        pass

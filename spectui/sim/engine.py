@@ -1,0 +1,216 @@
+"""The simulated scheduler: admits requests, runs decode rounds on the decode model, logs Prefill/Decode lines.
+
+Time is model time: a round advances the simulated clock by `DecodeModel.round_s(batch)` and the engine
+sleeps that long divided by the time scale, so the numbers in the log (gen throughput, accept len) are
+the model's exactly, and a client at time scale 1 sees tokens arrive at the logged rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from spectui.sim.logfmt import LogFormat
+from spectui.sim.model import DecodeModel
+
+PREFILL_TPS = 12000.0  # simulated prefill speed, tokens/s
+PREFILL_FIXED_S = 0.015
+_WORDS = ("the", "model", "draft", "token", "accept", "verify", "server", "cache", "graph", "batch", "fast",
+          "step", "tree", "chain", "length", "rate", "signal", "kernel", "memory", "queue", "request", "log")
+
+
+@dataclass(eq=False)
+class SimRequest:
+    """One generation request in flight. `chunks` receives lists of token texts; None marks the end."""
+
+    rid: str
+    prompt_tokens: int
+    max_tokens: int
+    chunks: asyncio.Queue = field(default_factory=asyncio.Queue)
+    generated: int = 0
+    verify_ct: int = 0
+    accepted_drafts: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.max_tokens
+
+    def meta_info(self, version: tuple[int, int, int], draft_tokens: int | None) -> dict[str, object]:
+        """Per-request spec fields in `meta_info` (REFERENCE §4.4)."""
+        meta: dict[str, object] = {"id": self.rid, "prompt_tokens": self.prompt_tokens,
+                                   "completion_tokens": self.generated, "cached_tokens": self.cached_tokens,
+                                   "finish_reason": {"type": "length", "length": self.max_tokens}}
+        if draft_tokens is None:
+            return meta
+        meta["spec_verify_ct"] = self.verify_ct
+        if version >= (0, 5, 4) and self.verify_ct:
+            accept_len = self.generated / self.verify_ct
+            meta["spec_accept_length"] = accept_len
+            proposed = self.verify_ct * max(1, draft_tokens - 1)
+            meta["spec_accept_rate"] = self.accepted_drafts / proposed
+            if version >= (0, 5, 12):
+                meta["spec_num_correct_drafts"] = self.accepted_drafts
+                meta["spec_num_proposed_drafts"] = proposed
+            elif version >= (0, 5, 6):
+                meta["spec_accept_token_num"] = self.accepted_drafts
+                meta["spec_draft_token_num"] = proposed
+        return meta
+
+
+@dataclass
+class EngineStats:
+    """What /metrics, /server_info and /v1/loads read; updated at Decode-line boundaries like SGLang."""
+
+    last_gen_throughput: float = 0.0
+    last_accept_len: float | None = None
+    last_accept_rate: float | None = None
+    spec_accept_tokens_total: int = 0  # lifetime, for avg_spec_accept_length
+    spec_verify_total: int = 0
+    running: int = 0
+    queue: int = 0
+    used_tokens: int = 0
+    token_usage: float = 0.0
+    graph: bool = True
+    generation_tokens_total: int = 0
+    prompt_tokens_total: int = 0
+    requests_total: int = 0
+    requests_finished: int = 0
+
+    @property
+    def avg_spec_accept_length(self) -> float | None:
+        return self.spec_accept_tokens_total / self.spec_verify_total if self.spec_verify_total else None
+
+
+class Engine:
+    def __init__(self, *, model: DecodeModel, fmt: LogFormat, write: Callable[[str], None], max_running: int,
+                 max_total_tokens: int, decode_log_interval: int, graph_max_bs: int, time_scale: float,
+                 seed: int = 0) -> None:
+        self.model, self.fmt, self.write = model, fmt, write
+        self.max_running, self.max_total_tokens = max_running, max_total_tokens
+        self.interval = max(1, decode_log_interval)
+        self.graph_max_bs, self.scale = graph_max_bs, time_scale
+        self.rng = random.Random(seed)
+        self.stats = EngineStats()
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.before_round: Callable[[], None] | None = None  # fault hook (crash-after)
+        self._wake = asyncio.Event()
+        self._ids = itertools.count(1)
+        self._forward_ct = 0
+        self._decode_ct = 0
+        self._iv_tokens = self._iv_bs = self._iv_accept = 0
+        self._iv_time = 0.0
+        self._lag = 0.0  # simulated seconds not yet slept
+
+    @property
+    def spec_draft_tokens(self) -> int | None:
+        return self.model.spec.draft_tokens if self.model.spec else None
+
+    def submit(self, prompt_tokens: int, max_tokens: int) -> SimRequest:
+        req = SimRequest(f"{next(self._ids):032x}", max(1, prompt_tokens), max(1, max_tokens))
+        self.waiting.append(req)
+        self.stats.requests_total += 1
+        self.stats.queue = len(self.waiting)
+        self._wake.set()
+        return req
+
+    def token_text(self) -> str:
+        return " " + self.rng.choice(_WORDS)
+
+    async def run(self) -> None:
+        while True:
+            if not self.running and not self.waiting:
+                self._wake.clear()
+                await self._wake.wait()
+                self._lag = 0.0
+            if self.before_round:
+                self.before_round()
+            busy = self._admit() if self.waiting and len(self.running) < self.max_running else 0.0
+            if self.running:
+                busy += self._round()
+            await self._sleep(busy)
+
+    async def _sleep(self, sim_s: float) -> None:
+        # Batch tiny sleeps: asyncio cannot sleep 0.3 ms accurately, so owe the time and pay it in bulk.
+        self._lag += sim_s / self.scale
+        if self._lag >= 0.004:
+            start = time.monotonic()
+            await asyncio.sleep(self._lag)
+            self._lag -= time.monotonic() - start
+            self._lag = max(self._lag, -0.05)
+        else:
+            await asyncio.sleep(0)
+
+    def _admit(self) -> float:
+        new: list[SimRequest] = []
+        while self.waiting and len(self.running) + len(new) < self.max_running:
+            new.append(self.waiting.popleft())
+        tokens = sum(r.prompt_tokens for r in new)
+        self.running.extend(new)
+        self._forward_ct += 1
+        self.stats.prompt_tokens_total += tokens
+        pf_s = PREFILL_FIXED_S + tokens / PREFILL_TPS
+        self._update_usage()
+        self.write(self.fmt.sched(self.fmt.prefill(
+            counter=self._forward_ct, new_seq=len(new), new_token=tokens, cached=0, usage=self.stats.token_usage,
+            running=len(self.running) - len(new), queue=len(self.waiting), graph=False, input_tps=tokens / pf_s)))
+        return pf_s
+
+    def _round(self) -> float:
+        batch = len(self.running)
+        round_s = self.model.round_s(batch)
+        self._forward_ct += 1
+        self._decode_ct += 1
+        committed = 0
+        for req in self.running:
+            n = min(self.model.sample_accept_len(self.rng), req.max_tokens - req.generated)
+            req.generated += n
+            req.verify_ct += 1
+            req.accepted_drafts += n - 1
+            committed += n
+            req.chunks.put_nowait([self.token_text() for _ in range(n)])
+        self._iv_tokens += committed
+        self._iv_bs += batch
+        self._iv_time += round_s
+        self.stats.generation_tokens_total += committed
+        self.stats.graph = batch <= self.graph_max_bs
+        if self._decode_ct % self.interval == 0:
+            self._log_decode()
+        for req in [r for r in self.running if r.done]:
+            self.running.remove(req)
+            self.stats.requests_finished += 1
+            req.chunks.put_nowait(None)
+        self._update_usage()
+        return round_s
+
+    def _update_usage(self) -> None:
+        s = self.stats
+        s.running, s.queue = len(self.running), len(self.waiting)
+        s.used_tokens = sum(r.prompt_tokens + r.generated for r in self.running)
+        s.token_usage = s.used_tokens / self.max_total_tokens
+
+    def _log_decode(self) -> None:
+        s, spec = self.stats, self.model.spec
+        accept_len = None
+        if spec is not None:
+            # SGLang: sum over rounds and requests of (accepted + 1) / sum over rounds of batch size.
+            accept_len = self._iv_tokens / self._iv_bs
+            s.spec_accept_tokens_total += self._iv_tokens
+            s.spec_verify_total += self._iv_bs
+            s.last_accept_len = accept_len
+            s.last_accept_rate = self.fmt.accept_rate(accept_len, spec.num_steps, spec.draft_tokens)
+        s.last_gen_throughput = self._iv_tokens / self._iv_time
+        self._update_usage()
+        self.write(self.fmt.sched(self.fmt.decode(
+            counter=self._forward_ct, running=len(self.running), tokens=s.used_tokens, usage=s.token_usage,
+            accept_len=accept_len, steps=spec.num_steps if spec else None,
+            draft_tokens=spec.draft_tokens if spec else None, graph=s.graph, gen_tps=s.last_gen_throughput,
+            queue=len(self.waiting))))
+        self._iv_tokens = self._iv_bs = 0
+        self._iv_time = 0.0

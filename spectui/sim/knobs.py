@@ -1,0 +1,98 @@
+"""The simulator's own `--sim-*` knobs: split them out of argv before SGLang's parser sees it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spectui.sim.faults import FAULT_NAMES, Fault
+
+DEFAULT_ALPHA = 0.8
+DEFAULT_BASELINE_TPS = 90.0
+
+# flag -> help text; every knob takes exactly one value except --sim-fault crash-after N (see split_argv).
+KNOB_HELP: dict[str, str] = {
+    "--sim-sglang-version": "SGLang release to emulate (log formats, warnings, flag rules); default: newest bundled",
+    "--sim-time-scale": "run start-up and traffic X times faster (default 1)",
+    "--sim-alpha": f"per-token acceptance of the simulated draft (default {DEFAULT_ALPHA})",
+    "--sim-baseline-tps": f"decode tok/s of one request without speculation (default {DEFAULT_BASELINE_TPS:g})",
+    "--sim-traffic": "built-in client load in requests/s (default 0: only external requests)",
+    "--sim-output-len": "tokens generated per built-in request (default 256)",
+    "--sim-fault": "inject a failure: " + ", ".join(FAULT_NAMES),
+    "--sim-model-arch": "architecture of the simulated target (default LlamaForCausalLM)",
+    "--sim-seed": "random seed (default 0)",
+}
+
+
+class KnobError(ValueError):
+    """A `--sim-*` knob is unknown or has a bad value; the message is one line for the operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimKnobs:
+    sglang_version: str | None = None
+    time_scale: float = 1.0
+    alpha: float = DEFAULT_ALPHA
+    baseline_tps: float = DEFAULT_BASELINE_TPS
+    traffic_rps: float = 0.0
+    output_len: int = 256
+    fault: Fault | None = None
+    model_arch: str = "LlamaForCausalLM"
+    seed: int = 0
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
+    """Return (the argv SGLang's parser sees, the knobs). `--sim-x V` and `--sim-x=V` both work."""
+    rest: list[str] = []
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--sim-"):
+            rest.append(arg)
+            i += 1
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in KNOB_HELP:
+            raise KnobError(f"unknown simulator knob {name}; known: {', '.join(KNOB_HELP)}")
+        if not eq:
+            if i + 1 >= len(argv):
+                raise KnobError(f"{name} needs a value")
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        # `--sim-fault crash-after 3`: the count is a separate word.
+        if name == "--sim-fault" and value == "crash-after" and i < len(argv) and argv[i].isdigit():
+            value = f"crash-after:{argv[i]}"
+            i += 1
+        values[name] = value
+    return rest, _build(values)
+
+
+def _build(values: dict[str, str]) -> SimKnobs:
+    def num(name: str, default: float, *, positive: bool = True) -> float:
+        if name not in values:
+            return default
+        try:
+            x = float(values[name])
+        except ValueError:
+            raise KnobError(f"{name} expects a number, got {values[name]!r}") from None
+        if x < 0 or (positive and x == 0):
+            raise KnobError(f"{name} must be {'> 0' if positive else '>= 0'}, got {values[name]}")
+        return x
+
+    alpha = num("--sim-alpha", DEFAULT_ALPHA)
+    if alpha >= 1.0:
+        raise KnobError(f"--sim-alpha must be in (0, 1), got {values['--sim-alpha']}")
+    fault = Fault.parse(values["--sim-fault"]) if "--sim-fault" in values else None
+    return SimKnobs(
+        sglang_version=values.get("--sim-sglang-version"),
+        time_scale=num("--sim-time-scale", 1.0),
+        alpha=alpha,
+        baseline_tps=num("--sim-baseline-tps", DEFAULT_BASELINE_TPS),
+        traffic_rps=num("--sim-traffic", 0.0, positive=False),
+        output_len=int(num("--sim-output-len", 256)),
+        fault=fault,
+        model_arch=values.get("--sim-model-arch", "LlamaForCausalLM"),
+        seed=int(num("--sim-seed", 0, positive=False)),
+    )
