@@ -39,6 +39,7 @@ class MilestoneKind(StrEnum):
     UVICORN_UP = "uvicorn_up"  # Uvicorn running on ...
     FIRED_UP = "fired_up"  # The server is fired up and ready to roll!
     SHUTDOWN = "shutdown"  # uvicorn "Shutting down" / "Finished server process"
+    ARGPARSE_USAGE = "argparse_usage"  # "usage: launch_server.py [-h] ...": a process started parsing flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,9 @@ class WarningEvent:
     line: int
     ctx: LineContext
     text: str
+    # "resolution" (a §2.4 flag-resolution text), "notice" (other SGLang notice), "level" (WARNING-level
+    # prefix), "python" (`UserWarning:` etc.), "deprecation" (ANSI-coloured argparse deprecation)
+    category: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,162 @@
+"""The work behind `spectui check`: read a log in large chunks through the Pipeline, build the JSON result."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from spectui.core.logparse import guess_version
+from spectui.core.metrics import MetricSnapshot
+from spectui.core.pipeline import Pipeline
+from spectui.core.records import ErrorEvent, RecordKind
+
+CHUNK = 8 * 1024 * 1024
+MAX_ERRORS = 200  # listed in the result; all are counted
+_BINARY_SNIFF = 65536
+
+
+class CheckInputError(Exception):
+    """A PATH that cannot be read; the message is one line for the operator."""
+
+
+def open_input(path: str) -> tuple[IO[bytes], str]:
+    if path == "-":
+        return sys.stdin.buffer, "<stdin>"
+    if os.path.isdir(path):
+        raise CheckInputError(f"{path} is a directory; give the log file inside it")
+    try:
+        return open(path, "rb"), path  # noqa: SIM115 - closed by the caller
+    except FileNotFoundError:
+        raise CheckInputError(f"{path}: no such file; give the path of an SGLang log file (or - for stdin)") from None
+    except PermissionError:
+        raise CheckInputError(f"{path}: permission denied; check the file's permissions or copy it") from None
+    except OSError as exc:
+        raise CheckInputError(f"{path}: cannot read ({exc.strerror or exc}); give a readable log file") from None
+
+
+@dataclass(slots=True)
+class CheckResult:
+    lines: int
+    counts: dict[RecordKind, int]
+    version_guess: str | None
+    launches: list[MetricSnapshot]
+    current: MetricSnapshot
+    errors: list[ErrorEvent]
+    errors_total: int
+    diagnoses: list[Any] = field(default_factory=list)
+    looks_binary: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        cur = self.current
+        return {
+            "lines": self.lines,
+            "records": {k.value: self.counts.get(k, 0) for k in RecordKind},
+            "sglang_version_guess": self.version_guess,
+            "launches": len(self.launches),
+            "phase": cur.phase.value,
+            "decode": _decode_json(cur),
+            "errors": [_error_json(e) for e in self.errors],
+            "errors_total": self.errors_total,
+            "launch_list": [_launch_json(s) for s in self.launches],
+            "server_args": dict(cur.server_args) if cur.server_args is not None else None,
+            "diagnoses": [_diagnosis_json(d) for d in self.diagnoses],
+        }
+
+
+def _decode_json(s: MetricSnapshot) -> dict[str, Any]:
+    a, r, t = s.accept_len, s.accept_rate, s.gen_tokens_per_s
+    return {
+        "samples": s.samples,
+        "accept_len": {"last": a.last, "mean": a.mean, "p10": a.p10, "p90": a.p90},
+        "accept_rate": {"last": r.last, "mean": r.mean, "p10": r.p10, "p90": r.p90},
+        "gen_tokens_per_s": {"last": t.last, "mean": t.mean, "p10": t.p10, "p90": t.p90},
+        "running_req": {"last": s.running_req},
+        "queue_req": {"last": s.queue_req},
+        "token_usage": {"last": s.token_usage},
+        "graph": {"last": s.graph},
+    }
+
+
+def _launch_json(s: MetricSnapshot) -> dict[str, Any]:
+    return {
+        "launch": s.launch,
+        "first_line": s.launch_first_line,
+        "last_line": s.last_line,
+        "phase": s.phase.value,
+        "decode": _decode_json(s),
+        "prefill_samples": s.prefill_samples,
+        "errors": s.errors,
+        "warnings": s.warnings,
+    }
+
+
+def _error_json(e: ErrorEvent) -> dict[str, Any]:
+    return {
+        "line": e.line,
+        "end_line": e.end_line or e.line,
+        "kind": e.exc_type,
+        "summary": e.message or e.exc_type,
+        "headline": e.headline,
+        "frames": len(e.frames),
+    }
+
+
+def _diagnosis_json(d: Any) -> Any:
+    to_json = getattr(d, "to_json", None)
+    return to_json() if to_json is not None else d
+
+
+def _looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    if head.count(b"\x00") > len(head) // 100:
+        return True
+    text = head.decode("utf-8", errors="replace")
+    return text.count("\ufffd") > len(text) // 20
+
+
+def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
+    pipe = Pipeline(engine=engine)
+    errors: list[ErrorEvent] = []
+    errors_total = 0
+    head = b""
+    diagnoses: dict[Any, Any] = {}
+
+    def take(records: tuple[Any, ...]) -> None:
+        nonlocal errors_total
+        for rec in records:
+            if type(rec) is ErrorEvent:
+                errors_total += 1
+                if len(errors) < MAX_ERRORS:
+                    errors.append(rec)
+
+    try:
+        while True:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                break
+            if len(head) < _BINARY_SNIFF:
+                head += chunk[: _BINARY_SNIFF - len(head)]
+            take(pipe.feed_bytes(chunk).records)
+        take(pipe.finish().records)
+    except OSError as exc:
+        raise CheckInputError(f"read failed ({exc.strerror or exc})") from None
+    if engine is not None:
+        for d in pipe.diagnoses:
+            diagnoses[id(d)] = d
+    parser = pipe.parser
+    counts = dict(parser.counts)
+    recognised = sum(v for k, v in counts.items() if k is not RecordKind.OTHER)
+    return CheckResult(
+        lines=parser.lines_seen,
+        counts=counts,
+        version_guess=guess_version(parser.version_hints),
+        launches=pipe.metrics.snapshot_all(),
+        current=pipe.snapshot,
+        errors=errors,
+        errors_total=errors_total,
+        diagnoses=list(diagnoses.values()),
+        looks_binary=recognised == 0 and _looks_binary(head),
+    )

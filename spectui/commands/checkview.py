@@ -1,0 +1,98 @@
+"""The human (Rich) summary printed by `spectui check` without --json. Log text is shown as Text, never markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from spectui.commands.checkrun import CheckResult
+from spectui.core.metrics import MetricSnapshot, ServerPhase, Stat
+from spectui.core.records import RecordKind
+
+_PHASE_STYLE = {
+    ServerPhase.SERVING: "green", ServerPhase.READY: "green", ServerPhase.CRASHED: "bold red",
+    ServerPhase.STOPPED: "yellow", ServerPhase.UNKNOWN: "dim",
+}
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_MAX_SHOWN = 10
+
+
+def _num(v: float | int | None, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def _stat_row(table: Table, name: str, s: Stat, digits: int = 2) -> None:
+    table.add_row(name, _num(s.last, digits), _num(s.mean, digits), _num(s.p10, digits), _num(s.p90, digits))
+
+
+def _clean(text: str, limit: int = 200) -> Text:
+    # Log text is data: strip control characters, cap the width, never interpret markup.
+    safe = "".join(c if c.isprintable() else " " for c in text)
+    return Text(safe if len(safe) <= limit else safe[: limit - 1] + "…")
+
+
+def _decode_table(s: MetricSnapshot) -> Table:
+    table = Table(title=f"decode (launch {s.launch}, {s.samples} samples)", title_justify="left")
+    for col in ("metric", "last", "mean", "p10", "p90"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    _stat_row(table, "accept len", s.accept_len)
+    _stat_row(table, "accept rate", s.accept_rate)
+    _stat_row(table, "gen tok/s (all DP ranks)", s.gen_tokens_per_s, 1)
+    table.add_row("running / queued", f"{_num(s.running_req)} / {_num(s.queue_req)}", "", "", "")
+    table.add_row("token usage", _num(s.token_usage), "", "", "")
+    table.add_row("graph", _num(None) if s.graph is None else str(s.graph), "", "", "")
+    return table
+
+
+def render(result: CheckResult, name: str, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    cur = result.current
+    header = Text()
+    header.append("spectui check ", style="bold")
+    header.append(name)
+    console.print(header)
+    if result.lines == 0:
+        console.print(Text("empty log: nothing to check", style="dim"))
+        return
+    counts = ", ".join(f"{result.counts.get(k, 0)} {k.value}" for k in RecordKind)
+    console.print(Text(f"{result.lines} lines: {counts}"))
+    phase = Text("phase: ")
+    phase.append(cur.phase.value, style=_PHASE_STYLE.get(cur.phase, "cyan"))
+    phase.append(f"   launches: {len(result.launches)}   SGLang: {result.version_guess or 'unknown'}")
+    console.print(phase)
+    if cur.samples:
+        console.print(_decode_table(cur))
+    elif result.counts.get(RecordKind.DECODE):
+        console.print(Text("no decode lines in the last launch", style="dim"))
+    if result.errors_total:
+        console.print(Text(f"errors: {result.errors_total}", style="bold red"))
+        for e in result.errors[-_MAX_SHOWN:]:
+            line = Text(f"  line {e.line}: ", style="dim")
+            line.append(e.exc_type, style="red")
+            if e.message:
+                line.append(": ")
+                line.append_text(_clean(e.message))
+            console.print(line)
+    _render_diagnoses(console, result.diagnoses)
+
+
+def _render_diagnoses(console: Console, diagnoses: list[Any]) -> None:
+    if not diagnoses:
+        console.print(Text("diagnoses: none", style="dim"))
+        return
+    console.print(Text(f"diagnoses: {len(diagnoses)}", style="bold"))
+    for d in diagnoses:
+        severity = str(getattr(d, "severity", "info"))
+        line = Text("  ")
+        line.append(f"[{severity}] ", style=_SEVERITY_STYLE.get(severity, ""))
+        line.append(str(getattr(d, "rule", "")), style="bold")
+        line.append(" ")
+        line.append_text(_clean(str(getattr(d, "title", ""))))
+        console.print(line)
+        for ev in tuple(getattr(d, "evidence", ()))[:3]:
+            console.print(Text("      ").append_text(_clean(str(ev))))

@@ -1,0 +1,252 @@
+"""LogParser: SGLang log text (lines or byte chunks) -> typed records, counted by kind.
+
+Hot path: every line costs a few substring tests before any regex. `feed_bytes` splits chunks at
+newlines, holds a partial last line, decodes with errors="replace" and caps absurdly long lines; it
+yields exactly what `feed` yields for the same lines. Log text is data: nothing read is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from spectui.core import logtexts
+from spectui.core.logfields import BATCH_RE, MILESTONE_HINTS, make_decode, make_milestone, make_prefill
+from spectui.core.logprefix import split_prefix, strip_ansi
+from spectui.core.records import (
+    ErrorEvent,
+    LineContext,
+    Milestone,
+    MilestoneKind,
+    OtherLine,
+    Record,
+    RecordKind,
+    WarningEvent,
+)
+from spectui.core.tracebacks import EXC_RE, FRAME_RE, PendingEvent
+from spectui.core.versionguess import VersionHints, guess_version
+from spectui.core.versionhints import note_batch, note_milestone, note_prefix
+
+__all__ = ["LogParser", "guess_version", "VersionHints", "MAX_LINE_CHARS"]
+
+MAX_LINE_CHARS = 1_000_000  # a longer line is parsed on its first 1 M characters (still counted once)
+_ARGPARSE_RE = re.compile(r"^(?P<prog>[\w.\-]+(?: serve)?): error: (?P<err>.*)$")
+_PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
+_HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*:\s*$")
+
+
+class LogParser:
+    """Feed lines (or bytes); get records. One instance per stream (it holds traceback state)."""
+
+    def __init__(self, *, first_line: int = 1, keep_other: bool = False) -> None:
+        self.keep_other = keep_other
+        self.counts: dict[RecordKind, int] = {k: 0 for k in RecordKind}
+        self.lines_seen = 0
+        self.version_hints = VersionHints()
+        self._next = first_line
+        self._pending: PendingEvent | None = None
+        self._partial = b""
+        self._weights_tags: set[str] = set()  # ranks that logged their target "Load weight end" this launch
+
+    # -- public API -------------------------------------------------------------------------------
+
+    def feed(self, lines: Iterable[str]) -> list[Record]:
+        out: list[Record] = []
+        line_fn = self._line
+        for text in lines:
+            line_fn(text, out)
+        return out
+
+    def feed_bytes(self, chunk: bytes) -> list[Record]:
+        if not chunk:
+            return []
+        data = self._partial + chunk if self._partial else chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._partial = data
+            return []
+        self._partial = data[cut + 1 :]
+        text = data[:cut].decode("utf-8", errors="replace")
+        return self.feed(text.split("\n"))
+
+    def flush(self) -> list[Record]:
+        out: list[Record] = []
+        self._close_pending(out)
+        return out
+
+    def finish(self) -> list[Record]:
+        out: list[Record] = []
+        if self._partial:
+            tail, self._partial = self._partial, b""
+            self._line(tail.decode("utf-8", errors="replace"), out)
+        self._close_pending(out)
+        return out
+
+    @property
+    def next_line(self) -> int:
+        return self._next
+
+    # -- per line ---------------------------------------------------------------------------------
+
+    def _close_pending(self, out: list[Record]) -> None:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            out.append(pending.close())
+            self.counts[RecordKind.ERROR] += 1
+
+    def _emit(self, rec: Record, kind: RecordKind, out: list[Record]) -> None:
+        self.counts[kind] += 1
+        out.append(rec)
+
+    def _line(self, raw: str, out: list[Record]) -> None:
+        n = self._next
+        self._next = n + 1
+        self.lines_seen += 1
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        if len(raw) > MAX_LINE_CHARS:
+            raw = raw[:MAX_LINE_CHARS]
+        colored = "\x1b" in raw
+        if colored:
+            raw = strip_ansi(raw)
+        p = split_prefix(raw)
+        msg = p.msg
+        if p.style:
+            note_prefix(self.version_hints, p.style, p.ctx, raw)
+        pending = self._pending
+        if pending is not None:
+            if not p.prefixed and not self._starts_something(msg, colored) and pending.accepts(msg):
+                pending.add(n, msg)
+                self.counts[RecordKind.OTHER] += 1
+                return
+            self._close_pending(out)
+        self._classify(n, p.ctx, msg, p.prefixed, p.level, colored, out)
+
+    def _starts_something(self, msg: str, colored: bool) -> bool:
+        """An un-prefixed line that is its own record even inside a traceback."""
+        if colored or msg.startswith("usage: "):
+            return True
+        if " batch" in msg and BATCH_RE.match(msg):
+            return True
+        if ": error: " in msg and _ARGPARSE_RE.match(msg):
+            return True
+        return logtexts.match_resolution_warning(msg) is not None
+
+    def _classify(
+        self, n: int, ctx: LineContext, msg: str, prefixed: bool, level: str | None, colored: bool,
+        out: list[Record],
+    ) -> None:
+        hints = self.version_hints
+        if " batch" in msg:
+            m = BATCH_RE.search(msg)
+            if m is not None:
+                note_batch(hints, m)
+                if m.group("kind") == "Decode":
+                    self._emit(make_decode(n, ctx, m), RecordKind.DECODE, out)
+                else:
+                    self._emit(make_prefill(n, ctx, m), RecordKind.PREFILL, out)
+                return
+        if "Traceback (most recent call last)" in msg:
+            ev = PendingEvent(line=n, ctx=ctx, headline=msg)
+            ev.headline_exception()
+            self._label_from_one_liners(ev, msg)
+            self._pending = ev
+            return
+        if not prefixed:
+            if FRAME_RE.match(msg):  # a traceback whose start was cut off
+                ev = PendingEvent(line=n, ctx=ctx, headline=msg)
+                ev.consume(msg)
+                self._pending = ev
+                return
+            if msg[:1].isalpha() and EXC_RE.match(msg):
+                ev = PendingEvent(line=n, ctx=ctx, headline=msg)
+                ev.consume(msg)
+                self._emit(ev.close(), RecordKind.ERROR, out)
+                return
+        if ": error: " in msg:
+            m = _ARGPARSE_RE.match(msg)
+            if m is not None:
+                prog = m.group("prog")
+                note_milestone(hints, "argparse_prog", prog)
+                ev = ErrorEvent(line=n, ctx=ctx, exc_type="ArgparseError", message=m.group("err").strip(),
+                                end_line=n, headline=msg, lines=(msg,))
+                self._emit(ev, RecordKind.ERROR, out)
+                return
+        if msg.startswith("usage: "):
+            self._weights_tags.clear()
+            self._emit(Milestone(n, ctx, MilestoneKind.ARGPARSE_USAGE, msg), RecordKind.MILESTONE, out)
+            return
+        for hint in MILESTONE_HINTS:
+            if hint in msg:
+                ms = make_milestone(n, ctx, msg)
+                if ms is not None:
+                    self._emit(self._milestone(ms), RecordKind.MILESTONE, out)
+                    return
+                break
+        for hint in logtexts.ONE_LINE_ERROR_HINTS:
+            if hint in msg:
+                for pattern, label in logtexts.ONE_LINE_ERRORS:
+                    if pattern.search(msg):
+                        ev = ErrorEvent(line=n, ctx=ctx, exc_type=label, message=msg.strip(), end_line=n,
+                                        headline=msg, lines=(msg,))
+                        self._emit(ev, RecordKind.ERROR, out)
+                        return
+                break
+        if (msg.endswith(":") or msg.startswith("Exception in ")) and _HELD_OPENER_RE.search(msg):
+            self._pending = PendingEvent(line=n, ctx=ctx, headline=msg, label="Error", held=True)
+            return
+        category = self._warning_category(msg, prefixed, level, colored)
+        if category:
+            self._emit(WarningEvent(n, ctx, msg, category), RecordKind.WARNING, out)
+            return
+        if level in ("ERROR", "CRITICAL"):
+            ev = ErrorEvent(line=n, ctx=ctx, exc_type="LoggedError", message=msg.strip(), end_line=n,
+                            headline=msg, lines=(msg,))
+            self._emit(ev, RecordKind.ERROR, out)
+            return
+        self.counts[RecordKind.OTHER] += 1
+        if self.keep_other:
+            out.append(OtherLine(n, ctx, msg))
+
+    def _warning_category(self, msg: str, prefixed: bool, level: str | None, colored: bool) -> str:
+        entry = logtexts.match_resolution_warning(msg)
+        if entry is not None:
+            text, lo, hi = entry
+            self.version_hints.add(f"text:{text[:40]}", lo, hi)
+            # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (REFERENCE §2.1).
+            if prefixed:
+                self.version_hints.add("resolution_warning_prefixed", (0, 5, 11), None, weak=True)
+            else:
+                self.version_hints.add("resolution_warning_bare", None, (0, 5, 10))
+            return "resolution"
+        if level in ("WARNING", "WARN"):
+            return "level"
+        for text in logtexts.NOTICE_WARNINGS:
+            if text in msg:
+                return "notice"
+        if "Warning: " in msg and _PY_WARNING_RE.search(msg):
+            if "'python -m sglang.launch_server' is still supported" in msg:
+                self.version_hints.add("launch_server_deprecation", (0, 5, 10), None)
+            return "python"
+        if colored and "deprecat" in msg.lower():
+            return "deprecation"
+        return ""
+
+    def _label_from_one_liners(self, ev: PendingEvent, msg: str) -> None:
+        for pattern, label in logtexts.ONE_LINE_ERRORS:
+            if pattern.search(msg):
+                ev.label, ev.label_msg = label, msg.strip()
+                return
+
+    def _milestone(self, ms: Milestone) -> Milestone:
+        note_milestone(self.version_hints, ms.kind.value, ms.text)
+        if ms.kind is MilestoneKind.SERVER_ARGS:
+            self._weights_tags.clear()
+        elif ms.kind is MilestoneKind.WEIGHTS_LOADED:
+            # With spec each rank prints "Load weight end" twice: target first, then the draft.
+            key = ms.ctx.tags
+            if key in self._weights_tags:
+                return Milestone(ms.line, ms.ctx, MilestoneKind.DRAFT_WEIGHTS_LOADED, ms.text, ms.detail)
+            self._weights_tags.add(key)
+        return ms
