@@ -1,0 +1,84 @@
+"""The Textual app: wiring only — screens, global keys, command palette entries. Logic lives elsewhere."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from spectui.ui.controller import Cockpit
+from spectui.ui.screens.dashboard import DashboardScreen
+from spectui.ui.session import Session
+
+
+class SpectuiApp(App[int]):
+    CSS_PATH = "spectui.tcss"
+    TITLE = "spectui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark,f1", "help", "Help"),
+        Binding("colon", "command_palette", "Commands", show=False),
+        Binding("r", "relaunch", "Relaunch"),
+        Binding("h", "history", "History"),
+    ]
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rules: Any = None,
+        max_log_lines: int = 50_000,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.clock = clock
+        self.cockpit = Cockpit(launch=session.launch, version=session.sglang_version, rules=rules)
+        self.dashboard = DashboardScreen(session, self.cockpit, clock=clock, max_log_lines=max_log_lines)
+
+    def get_default_screen(self) -> Screen:
+        return self.dashboard
+
+    # ---- actions (also reachable from the command palette) ------------------------------------
+
+    def action_help(self) -> None:
+        from spectui.ui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_history(self) -> None:
+        from spectui.ui.screens.history import HistoryScreen
+
+        self.push_screen(HistoryScreen(self.session, self.cockpit))
+
+    def action_relaunch(self, diagnosis: Any = None) -> None:
+        from spectui.ui.screens.relaunch import RelaunchScreen
+
+        if self.session.read_only:
+            self.notify("read-only session: relaunch is disabled (started with --read-only)",
+                        severity="warning")
+        self.push_screen(RelaunchScreen(self.session, self.cockpit, diagnosis=diagnosis))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        dash = self.dashboard
+        commands = [
+            ("Help", "Keys and what the numbers mean (? / F1)", self.action_help),
+            ("Relaunch", "Edit flags, see diff and verdict, relaunch (r)", self.action_relaunch),
+            ("History", "Previous launches of this server and what they reached (h)", self.action_history),
+            ("Follow / pause log", "Toggle following the log (space)", dash.action_toggle_follow),
+            ("Search log", "Search the log (/), then n / N", lambda: dash.action_prompt("search")),
+            ("Filter log", "Show only matching lines; !regex inverts (\\)", lambda: dash.action_prompt("filter")),
+            ("Clear filter", "Show every line again", lambda: dash.query_one("LogView").set_filter("")),
+            ("Next error", "Jump to the next error in the log (e)", lambda: dash.action_error(False)),
+            ("Previous error", "Jump to the previous error in the log (E)", lambda: dash.action_error(True)),
+            ("Log top", "Jump to the first line held (g)", dash.action_top),
+            ("Log bottom", "Jump to the end and follow (G)", dash.action_bottom),
+            ("Focus diagnoses", "Move focus to the diagnoses list (d)", lambda: dash.action_focus("diagnoses")),
+        ]
+        for title, help_text, callback in commands:
+            yield SystemCommand(title, help_text, callback)

@@ -1,0 +1,211 @@
+"""Cockpit controller: runs batches of log lines through core's Pipeline and turns the result into view values.
+
+No Textual here and no I/O: the app's worker hands it lines and gets back a `CockpitUpdate`; the
+same object is driven directly by tests and by bench/bench_ui.py. One controller spans relaunches:
+`new_stream()` starts a fresh pipeline for the new log while the plots keep the old launch's points
+with a boundary between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spectui.core.records import ErrorEvent, Milestone, MilestoneKind, record_kind
+from spectui.ui.model import ConfigView, LaunchSummary, SeriesHistory, build_config_view
+
+MAX_POINTS = 400  # plot points kept per launch (a plot is at most ~150 cells wide)
+
+
+@dataclass(frozen=True, slots=True)
+class CockpitUpdate:
+    kinds: tuple[tuple[int, int, str], ...] = ()  # (first view line, last view line, kind)
+    snapshot: Any = None
+    diagnoses: tuple[Any, ...] = ()
+    new_diagnoses: tuple[Any, ...] = ()
+    config: ConfigView = field(default_factory=ConfigView)
+    history: SeriesHistory = field(default_factory=SeriesHistory)
+    dp_ranks: int = 1
+    launched: str | None = None
+    version: str | None = None
+
+
+class Cockpit:
+    """State that outlives one log stream: pipeline per stream, plot history, launch summaries."""
+
+    def __init__(self, *, launch: Any = None, version: str | None = None, rules: Sequence[Any] | None = None) -> None:
+        self.launch = launch  # core.launch.LaunchCommand of the running server, when known
+        self.version = version  # SGLang version (bundled catalogue name) when known
+        self._rules = rules
+        self.rule_errors: tuple[str, ...] = ()
+        self._archived: list[tuple[tuple[float | None, ...], tuple[float | None, ...]]] = []
+        self.launches: list[LaunchSummary] = []
+        self.offset = 0  # view line number = stream line number + offset
+        self._requested: dict[str, Any] | None = None
+        self._predicted: dict[str, Any] | None = None
+        self._warnings: tuple[str, ...] = ()
+        self._resolve_launch()
+        self._new_pipeline()
+
+    # ---- set-up ------------------------------------------------------------------------------
+
+    def _resolve_launch(self) -> None:
+        self._requested = self._predicted = None
+        self._warnings = ()
+        if self.launch is None:
+            return
+        from spectui.core.catalogue import pick_version
+        from spectui.core.resolve import resolve
+
+        version, _ = pick_version(self.version)
+        res = resolve(list(self.launch.args), version)
+        self.resolution = res
+        self._requested = dict(res.requested)
+        self._predicted = dict(res.effective) if res.effective else None
+        self._warnings = tuple(res.warnings)
+
+    def _new_pipeline(self) -> None:
+        from spectui.core.pipeline import Pipeline
+        from spectui.core.rules import RuleEngine
+
+        rules = self._rules
+        if rules is None:
+            rules = self._rules = self._load_rules()
+        engine = RuleEngine(rules, launch=self.launch, resolution=getattr(self, "resolution", None),
+                            version=self.version)
+        self.pipeline = Pipeline(engine=engine)
+        self._snapshot: Any = None
+        self._launch_no = 0
+        self._launched: str | None = None
+        self._dp_ranks: set[int] = set()
+        self._diagnoses: tuple[Any, ...] = ()
+
+    def _load_rules(self) -> list[Any]:
+        from spectui.core import rules as rules_mod
+
+        loaded, errors = rules_mod.load_rules()
+        self.rule_errors = tuple(errors)  # shown by the app as a notification; a bad rule file is not fatal
+        return list(loaded)
+
+    def new_stream(self, *, launch: Any = None, view_last_line: int = 0) -> None:
+        """The server was relaunched and a new log is followed: archive plots, start a fresh pipeline."""
+        self._archive_current()
+        if launch is not None:
+            self.launch = launch
+            self._resolve_launch()
+        self.offset = view_last_line
+        self._new_pipeline()
+
+    def _archive_current(self) -> None:
+        s = self._snapshot
+        if s is None or not s.samples:
+            return
+        self._archived.append(self._points(s))
+        self.launches.append(
+            LaunchSummary(
+                label=f"launch {len(self.launches) + 1}",
+                first_line=(s.launch_first_line or 0) + self.offset if s.launch_first_line else None,
+                samples=s.samples,
+                accept_len_mean=s.accept_len.mean,
+                accept_len_p10=s.accept_len.p10,
+                accept_len_p90=s.accept_len.p90,
+                gen_tokens_per_s_mean=s.gen_tokens_per_s.mean,
+                settings={k: v for k, v in (s.server_args or {}).items() if k.startswith("speculative_")},
+            )
+        )
+
+    @staticmethod
+    def _points(s: Any) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
+        series = s.series[-MAX_POINTS:]
+        return tuple(p[1] for p in series), tuple(p[2] for p in series)
+
+    # ---- feeding -----------------------------------------------------------------------------
+
+    def feed(self, lines: Sequence[str]) -> CockpitUpdate:
+        return self._absorb(self.pipeline.feed_lines(lines))
+
+    def finish(self) -> CockpitUpdate:
+        return self._absorb(self.pipeline.finish())
+
+    def _absorb(self, update: Any) -> CockpitUpdate:
+        kinds: list[tuple[int, int, str]] = []
+        off = self.offset
+        for r in update.records:
+            kind = record_kind(r).value
+            last = r.end_line if isinstance(r, ErrorEvent) and r.end_line else r.line
+            kinds.append((r.line + off, last + off, kind))
+            if isinstance(r, Milestone) and r.kind == MilestoneKind.SERVER_ARGS:
+                self._launched = r.ctx.ts
+            dp = getattr(r.ctx, "dp_rank", None)
+            if dp is not None and record_kind(r).value == "decode":
+                self._dp_ranks.add(dp)
+        snap = update.snapshot
+        if self._snapshot is not None and snap is not None and snap.launch != self._snapshot.launch:
+            self._archive_current()  # a second launch appended to the same log
+        self._snapshot = snap
+        engine = self.pipeline_engine
+        self._diagnoses = tuple(engine.diagnoses) if engine is not None else tuple(update.diagnoses)
+        return CockpitUpdate(
+            kinds=tuple(kinds),
+            snapshot=snap,
+            diagnoses=self._diagnoses,
+            new_diagnoses=tuple(update.diagnoses),
+            config=self.config_view(),
+            history=self.history(),
+            dp_ranks=max(1, len(self._dp_ranks)),
+            launched=self._launched,
+            version=self.version or self._version_guess(),
+        )
+
+    @property
+    def pipeline_engine(self) -> Any:
+        return getattr(self.pipeline, "engine", None)
+
+    def _version_guess(self) -> str | None:
+        parser = getattr(self.pipeline, "parser", None)
+        if parser is None:
+            return None
+        from spectui.core.logparse import guess_version
+
+        return guess_version(parser.version_hints)
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def config_view(self) -> ConfigView:
+        log_effective = None
+        if self._snapshot is not None and self._snapshot.server_args:
+            log_effective = dict(self._snapshot.server_args)
+        return build_config_view(self._requested, log_effective, self._predicted, self._warnings)
+
+    def history(self) -> SeriesHistory:
+        segments = list(self._archived)
+        if self._snapshot is not None and self._snapshot.samples:
+            segments.append(self._points(self._snapshot))
+        return SeriesHistory(tuple(a for a, _ in segments), tuple(t for _, t in segments))
+
+    def launch_summaries(self) -> list[LaunchSummary]:
+        current = []
+        s = self._snapshot
+        if s is not None and s.samples:
+            current.append(
+                LaunchSummary(
+                    label=f"launch {len(self.launches) + 1} (current)",
+                    first_line=(s.launch_first_line + self.offset) if s.launch_first_line else None,
+                    samples=s.samples,
+                    accept_len_mean=s.accept_len.mean,
+                    accept_len_p10=s.accept_len.p10,
+                    accept_len_p90=s.accept_len.p90,
+                    gen_tokens_per_s_mean=s.gen_tokens_per_s.mean,
+                    settings={k: v for k, v in (s.server_args or {}).items() if k.startswith("speculative_")},
+                )
+            )
+        return self.launches + current
+
+    @property
+    def diagnoses(self) -> tuple[Any, ...]:
+        return self._diagnoses
+
+    @property
+    def snapshot(self) -> Any:
+        return self._snapshot

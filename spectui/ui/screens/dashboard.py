@@ -1,0 +1,289 @@
+"""The dashboard: header, speculative + config panels, diagnoses, log pane, GPU strip; log keys live here.
+
+Data flow (DESIGN.md): a worker reads tail events and only appends lines to a pending list; a timer
+flushes at most every FLUSH_INTERVAL (or at once past FLUSH_LINES) through the controller and pushes
+frozen view values into the widgets. There is never a message or a refresh per log line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from spectui.sources.base import TailLines, TailState
+from spectui.ui.controller import Cockpit, CockpitUpdate
+from spectui.ui.model import HeaderInfo
+from spectui.ui.session import Session
+from spectui.ui.widgets.config_panel import ConfigPanel
+from spectui.ui.widgets.diagnoses import DiagnosesPanel
+from spectui.ui.widgets.gpu_strip import NVIDIA_SMI_ARGV, GpuStrip, parse_nvidia_smi
+from spectui.ui.widgets.header import HeaderBar
+from spectui.ui.widgets.log_view import LogView
+from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
+
+FLUSH_INTERVAL = 0.1  # seconds: at most ten screen updates a second from the log
+FLUSH_LINES = 500  # flush at once when this many lines are waiting
+MAX_LINES_PER_FLUSH = 5000  # a big backlog is parsed in slices so keys keep answering
+GPU_POLL_INTERVAL = 5.0
+
+
+class DashboardScreen(Screen):
+    BINDINGS = [
+        Binding("space", "toggle_follow", "Follow/pause"),
+        Binding("slash", "prompt('search')", "Search"),
+        Binding("n", "find(False)", "Next", show=False),
+        Binding("N", "find(True)", "Prev", show=False),
+        Binding("backslash", "prompt('filter')", "Filter"),
+        Binding("e", "error(False)", "Next error"),
+        Binding("E", "error(True)", "Prev error", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end,F", "bottom", "Follow", show=False),
+        Binding("d", "focus('diagnoses')", "Diagnoses", show=False),
+        Binding("l", "focus('log')", "Log", show=False),
+        Binding("escape", "close_prompt", "Close", show=False),
+    ]
+
+    def __init__(self, session: Session, cockpit: Cockpit, *, clock: Callable[[], float] = time.monotonic,
+                 max_log_lines: int = 50_000) -> None:
+        super().__init__()
+        self.session = session
+        self.cockpit = cockpit
+        self.clock = clock
+        self.max_log_lines = max_log_lines
+        self._pending: list[tuple[int, tuple[str, ...]]] = []
+        self._pending_count = 0
+        self._flush_timer: Any = None
+        self._last_line_at: float | None = None
+        self.connection = "connecting"
+        self._prompt_mode = "search"
+        self.last_update: CockpitUpdate | None = None
+        self.log_path = session.log_path
+        self.tail_done = False
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with Horizontal(id="top"):
+            yield SpecPanel(id="spec")
+            yield ConfigPanel(id="config")
+        yield DiagnosesPanel(id="diagnoses")
+        yield LogView(id="log", max_lines=self.max_log_lines)
+        yield Input(id="prompt")
+        yield GpuStrip(id="gpus")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#spec").border_title = "speculative"
+        self.query_one("#config").border_title = "config: requested vs effective"
+        self.query_one(DiagnosesPanel).border_title = "diagnoses"
+        self.query_one(DiagnosesPanel).set_diagnoses([])
+        self._update_log_title()
+        self.query_one(LogView).focus()
+        self._refresh_header()
+        self.set_interval(1.0, self._refresh_header)
+        if self.log_path:
+            self.follow(self.log_path)
+        if self.session.probe_gpus and self.session.host is not None:
+            self.poll_gpus()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width >= 140, "-wide")
+
+    # ---- following -------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="tail")
+    async def follow(self, path: str) -> None:
+        """Read tail events; lines only go to the pending list (flushed by a timer)."""
+        self.tail_done = False
+        async for event in self.session.open_tail(path):
+            if isinstance(event, TailState):
+                self.connection = str(event.state.value if hasattr(event.state, "value") else event.state)
+                self._refresh_header()
+            elif isinstance(event, TailLines) and event.lines:
+                self._pending.append((event.first_line, event.lines))
+                self._pending_count += len(event.lines)
+                self._last_line_at = self.clock()
+                self._schedule_flush()
+        self.tail_done = True
+        if self.session.replay:
+            self.connection = "replay"
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if self._pending_count >= FLUSH_LINES or self.tail_done:
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+                self._flush_timer = None
+            self.call_later(self.flush)
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_INTERVAL, self.flush)
+
+    def flush(self) -> None:
+        """Process waiting lines: controller, then one update of each widget."""
+        self._flush_timer = None
+        if not self._pending:
+            if self.tail_done and self.session.replay:
+                self._apply(self.cockpit.finish())
+            self._refresh_header()
+            return
+        batch: list[str] = []
+        log = self.query_one(LogView)
+        first_view_no: int | None = None
+        while self._pending and len(batch) < MAX_LINES_PER_FLUSH:
+            first_line, lines = self._pending.pop(0)
+            if first_view_no is None:
+                first_view_no = first_line + self.cockpit.offset
+            batch.extend(lines)
+        self._pending_count -= len(batch)
+        log.append_lines(batch, first_line=first_view_no)
+        self._apply(self.cockpit.feed(batch))
+        if self._pending:
+            self.call_later(self.flush)  # the rest of a backlog, after keys had a chance to run
+        elif self.tail_done and self.session.replay:
+            self._apply(self.cockpit.finish())  # a recorded log ended: emit a pending traceback
+
+    def _apply(self, update: CockpitUpdate) -> None:
+        self.last_update = update
+        log = self.query_one(LogView)
+        for first, last, kind in update.kinds:
+            log.mark_kinds(first, last, kind)
+        self.query_one(SpecPanel).data = SpecData(update.snapshot, update.config, update.history, update.dp_ranks)
+        self.query_one(ConfigPanel).view = update.config
+        self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
+        for d in update.new_diagnoses:
+            if d.severity == "error" and d.count == 1:
+                self.notify(f"{d.rule}: {d.title}", title="new diagnosis", severity="error", timeout=6)
+        self._refresh_header()
+
+    def switch_log(self, path: str, *, launch: Any = None) -> None:
+        """Follow a new log (after a relaunch): plots keep the old launch behind a boundary."""
+        log = self.query_one(LogView)
+        self.flush()
+        log.append_lines([f"──── relaunched: now following {path} ────"])
+        log.mark_kinds(log.last_line_no, log.last_line_no, "milestone")
+        self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no)
+        self.log_path = path
+        self.follow(path)
+
+    # ---- header / gpus -----------------------------------------------------------------------------
+
+    def _refresh_header(self) -> None:
+        u = self.last_update
+        snap = u.snapshot if u else None
+        age = None if self._last_line_at is None else max(0.0, self.clock() - self._last_line_at)
+        self.query_one(HeaderBar).info = HeaderInfo(
+            host=self.session.label,
+            pid=self.session.pid,
+            version=(u.version if u else None) or self.session.sglang_version,
+            phase=str(snap.phase.value if snap is not None and hasattr(snap.phase, "value") else "unknown"),
+            connection=self.connection,
+            last_line_age=None if self.session.replay else age,
+            launched=u.launched if u else None,
+            log_path=self.log_path,
+            read_only=self.session.read_only,
+            paused=not self.query_one(LogView).following,
+        )
+
+    @work(exclusive=True, group="gpus")
+    async def poll_gpus(self) -> None:
+        import asyncio
+
+        strip = self.query_one(GpuStrip)
+        while True:
+            try:
+                result = await self.session.host.run(list(NVIDIA_SMI_ARGV), timeout=10)
+            except Exception:  # noqa: BLE001 - a GPU probe must never take the dashboard down
+                return
+            if result.exit_status != 0:
+                strip.remove_class("-visible")
+                return  # no nvidia-smi (or no GPU): the strip stays hidden
+            gpus = parse_nvidia_smi(result.stdout)
+            strip.set_gpus(gpus)
+            strip.set_class(bool(gpus), "-visible")
+            await asyncio.sleep(GPU_POLL_INTERVAL)
+
+    # ---- log keys --------------------------------------------------------------------------------
+
+    @on(LogView.StateChanged)
+    def _update_log_title(self) -> None:
+        log = self.query_one(LogView)
+        parts = ["log", self.log_path or ""]
+        parts.append("following" if log.following else f"PAUSED (+{log.unseen} new; space resumes)")
+        if log.filter_text:
+            parts.append(f"filter: {log.filter_text}")
+        if log.search_text:
+            parts.append(f"search: {log.search_text}")
+        log.border_title = " · ".join(p for p in parts if p)
+        self._refresh_header()
+
+    def action_toggle_follow(self) -> None:
+        self.query_one(LogView).toggle_follow()
+
+    def action_prompt(self, mode: str) -> None:
+        self._prompt_mode = mode
+        prompt = self.query_one("#prompt", Input)
+        log = self.query_one(LogView)
+        if mode == "search":
+            prompt.placeholder = "search (regex; lower case ignores case) — enter to find, n/N next/previous"
+            prompt.value = log.search_text
+        else:
+            prompt.placeholder = "filter: show only lines matching this regex; !regex hides them; empty clears"
+            prompt.value = log.filter_text
+        prompt.border_title = mode
+        prompt.add_class("-visible")
+        prompt.focus()
+
+    def action_close_prompt(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if prompt.has_class("-visible"):
+            prompt.remove_class("-visible")
+            self.query_one(LogView).focus()
+
+    @on(Input.Submitted, "#prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        log = self.query_one(LogView)
+        self.action_close_prompt()
+        if self._prompt_mode == "search":
+            if not log.set_search(event.value) and event.value:
+                self.notify(f"no line matches {event.value!r}", severity="warning")
+        else:
+            log.set_filter(event.value)
+
+    def action_find(self, backward: bool) -> None:
+        log = self.query_one(LogView)
+        if not log.search_text:
+            self.action_prompt("search")
+        elif not log.find(backward=backward):
+            self.notify("no more matches " + ("above" if backward else "below"), severity="warning", timeout=2)
+
+    def action_error(self, backward: bool) -> None:
+        if not self.query_one(LogView).jump_error(backward=backward):
+            self.notify("no more errors " + ("above" if backward else "below"), timeout=2)
+
+    def action_top(self) -> None:
+        self.query_one(LogView).go_top()
+
+    def action_bottom(self) -> None:
+        self.query_one(LogView).go_bottom()
+
+    def action_focus(self, widget_id: str) -> None:
+        self.query_one(f"#{widget_id}").focus()
+
+    # ---- diagnoses -------------------------------------------------------------------------------
+
+    @on(DiagnosesPanel.Selected)
+    def _explain(self, event: DiagnosesPanel.Selected) -> None:
+        from spectui.ui.screens.explain import ExplainScreen
+
+        self.app.push_screen(ExplainScreen(event.diagnosis, read_only=self.session.read_only))
+
+    @on(DiagnosesPanel.FixRequested)
+    def _fix(self, event: DiagnosesPanel.FixRequested) -> None:
+        self.app.action_relaunch(event.diagnosis)  # type: ignore[attr-defined]

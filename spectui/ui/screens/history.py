@@ -1,0 +1,93 @@
+"""Runs history (`h`): launches seen in this session's logs and relaunches recorded on disk, side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from spectui.ui.model import SHORT_NAMES, LaunchSummary
+
+
+def _num(v: float | None, fmt: str = ".2f") -> str:
+    return "–" if v is None else format(v, fmt)
+
+
+def settings_diff(prev: dict[str, object] | None, cur: dict[str, object]) -> Text:
+    """`steps 1→15, draft tokens 2→16` against the previous launch; all settings for the first one."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    items = []
+    for key, value in cur.items():
+        name = SHORT_NAMES.get(key, key.removeprefix("speculative_").replace("_", " "))
+        if prev is None:
+            if value is not None and key != "speculative_draft_model_path":
+                items.append((f"{name} {value}", ""))
+        elif prev.get(key) != value:
+            items.append((f"{name} {prev.get(key)}→{value}", "bold yellow"))
+    for i, (text, style) in enumerate(items):
+        if i:
+            t.append(", ")
+        t.append(text, style)
+    if not items:
+        t.append("same flags" if prev is not None else "–", "dim")
+    return t
+
+
+class HistoryScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,h", "dismiss", "Close")]
+
+    def __init__(self, session: Any, cockpit: Any) -> None:
+        super().__init__()
+        self.session = session
+        self.cockpit = cockpit
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static("launches in this session's logs", classes="title")
+            yield DataTable(id="launches", cursor_type="row", zebra_stripes=True)
+            yield Static("relaunches recorded by spectui on this host", classes="title")
+            yield DataTable(id="recorded", cursor_type="row", zebra_stripes=True)
+            yield Static(Text("esc close", style="dim"))
+
+    def on_mount(self) -> None:
+        table = self.query_one("#launches", DataTable)
+        table.add_columns("launch", "line", "flags (vs previous)", "decode lines", "accept len mean (p10–p90)",
+                          "gen tok/s mean")
+        prev: dict[str, object] | None = None
+        summaries: list[LaunchSummary] = self.cockpit.launch_summaries()
+        for s in summaries:
+            cur = dict(s.settings)
+            table.add_row(
+                s.label, str(s.first_line or "–"), settings_diff(prev, cur), str(s.samples),
+                f"{_num(s.accept_len_mean)} ({_num(s.accept_len_p10)}–{_num(s.accept_len_p90)})",
+                _num(s.gen_tokens_per_s_mean, ".1f"),
+            )
+            prev = cur
+        if not summaries:
+            table.add_row("–", "–", Text("no decode lines seen yet", style="dim"), "", "", "")
+        recorded = self.query_one("#recorded", DataTable)
+        recorded.add_columns("started", "outcome", "flag changes", "accept len", "gen tok/s", "log")
+        self.load_recorded()
+
+    @work(thread=True, exclusive=True)
+    def load_recorded(self) -> None:
+        from spectui.ops.history import read_history
+
+        records = read_history(host=self.session.label, limit=50)
+        self.app.call_from_thread(self._show_recorded, records)
+
+    def _show_recorded(self, records: list[Any]) -> None:
+        table = self.query_one("#recorded", DataTable)
+        for r in records:
+            changes = ", ".join(f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in r.diff) or "–"
+            style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
+            table.add_row(r.time, Text(r.outcome, style=style), Text(changes, overflow="ellipsis"),
+                          _num(r.accept_len), _num(r.gen_tokens_per_s, ".1f"), r.log or "–")
+        if not records:
+            table.add_row("–", Text("none recorded", style="dim"), "", "", "", "")

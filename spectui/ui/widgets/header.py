@@ -1,0 +1,68 @@
+"""Header line: host, server pid, SGLang version, phase, connection state with age of last line, launch time."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from spectui.ui.model import HeaderInfo
+
+PHASE_STYLES = {
+    "serving": "bold black on green",
+    "ready": "bold black on green",
+    "loading": "bold black on yellow",
+    "capturing": "bold black on yellow",
+    "starting": "bold black on yellow",
+    "crashed": "bold white on red",
+    "stopped": "bold white on red",
+}
+CONN_STYLES = {"connected": "green", "reconnecting": "yellow", "lost": "bold red", "replay": "cyan"}
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "no lines yet"
+    if seconds < 60:
+        return f"{int(seconds)}s ago"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s ago"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m ago"
+
+
+class HeaderBar(Widget):
+    """One line across the top. Set `info`; it re-renders."""
+
+    DEFAULT_CSS = """
+    HeaderBar { height: 1; background: $panel; }
+    """
+
+    info: reactive[HeaderInfo] = reactive(HeaderInfo, layout=False)
+
+    def render(self) -> Text:
+        i = self.info
+        t = Text(no_wrap=True, overflow="ellipsis", end="")
+        t.append(" spectui ", "bold reverse")
+        t.append(f" {i.host}", "bold")
+        if i.pid is not None:
+            t.append(f" pid {i.pid}")
+        t.append(" │ ", "dim")
+        t.append(f"SGLang {i.version or '?'}")
+        t.append(" │ ", "dim")
+        t.append(f" {i.phase.upper()} ", PHASE_STYLES.get(i.phase, "reverse"))
+        t.append(" │ ", "dim")
+        t.append("● ", CONN_STYLES.get(i.connection, "yellow"))
+        t.append(i.connection, CONN_STYLES.get(i.connection, "yellow"))
+        if i.connection != "replay":
+            age_style = "bold yellow" if (i.last_line_age or 0) > 60 else "dim"
+            t.append(f" · last line {format_age(i.last_line_age)}", age_style)
+        if i.launched:
+            t.append(" │ ", "dim")
+            t.append(f"launched {i.launched}")
+        if i.paused:
+            t.append(" │ ", "dim")
+            t.append(" PAUSED ", "bold black on yellow")
+        if i.read_only:
+            t.append(" │ ", "dim")
+            t.append("read-only", "bold cyan")
+        return t

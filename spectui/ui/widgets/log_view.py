@@ -1,0 +1,351 @@
+"""Log pane: a bounded, virtual-scroll view of the followed log with follow/pause, search, filter, error jumps.
+
+Lines are kept once, sanitised, in a list bounded at `max_lines` (older lines are dropped in chunks and
+a marker row says how many); only visible rows are rendered (Line API, like toolong). Every line is
+rendered as `rich.text.Text(line)` — never markup. Kinds (decode, warning, error, ...) come from the
+parser through `mark_kinds`, so colouring and `e`/`E` agree with what the rules saw.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from spectui.ui.sanitize import sanitize
+
+KIND_STYLES: dict[str, Style] = {
+    "decode": Style(color="green"),
+    "prefill": Style(color="cyan"),
+    "milestone": Style(color="blue", bold=True),
+    "warning": Style(color="yellow"),
+    "error": Style(color="red", bold=True),
+    "other": Style(),
+}
+_GUTTER = Style(dim=True)
+_MARKER = Style(color="black", bgcolor="yellow")
+_CURSOR = Style(reverse=True)
+_MATCH = Style(color="black", bgcolor="magenta", bold=True)
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """A user's pattern as a regex: regex when it compiles, else literal; smart case (lower = ignore case)."""
+    flags = 0 if any(c.isupper() for c in pattern) else re.IGNORECASE
+    try:
+        return re.compile(pattern, flags)
+    except re.error:
+        return re.compile(re.escape(pattern), flags)
+
+
+class LogView(ScrollView, can_focus=True):
+    """The log pane. Keys live on the dashboard screen so they work whatever has focus."""
+
+    DEFAULT_CSS = """
+    LogView { height: 1fr; }
+    """
+
+    following: reactive[bool] = reactive(True)
+
+    class StateChanged(Message):
+        """Follow, filter or search state changed (the screen shows it)."""
+
+    def __init__(self, *, max_lines: int = 50_000, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.max_lines = max_lines
+        self._texts: list[str] = []
+        self._kinds: list[str] = []
+        self._first_no = 1  # line number of _texts[0]
+        self.dropped = 0  # lines dropped from the front (the marker row reports it)
+        self._width = 0
+        self._filter: re.Pattern[str] | None = None
+        self._filter_inverse = False
+        self._view: list[int] | None = None  # line numbers passing the filter (sorted)
+        self._search: re.Pattern[str] | None = None
+        self.cursor: int | None = None  # line number under the cursor (search hit, error jump)
+        self.unseen = 0  # lines arrived while paused
+        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+
+    # ---- feeding -------------------------------------------------------------------------------
+
+    @property
+    def line_count(self) -> int:
+        return len(self._texts)
+
+    @property
+    def last_line_no(self) -> int:
+        return self._first_no + len(self._texts) - 1
+
+    def append_lines(self, lines: Iterable[str], first_line: int | None = None) -> None:
+        """Add raw lines (one batch). `first_line` is the number of the first one in the stream."""
+        if first_line is not None and not self._texts and self.dropped == 0:
+            self._first_no = max(1, first_line)  # a tail that starts mid-file (backfill)
+        start_no = self.last_line_no + 1
+        new = [sanitize(line) for line in lines]
+        if not new:
+            return
+        self._texts.extend(new)
+        self._kinds.extend(["other"] * len(new))
+        self._width = max(self._width, max(cell_len(t) for t in new) + 8)
+        if self._view is not None:
+            self._view.extend(start_no + i for i, t in enumerate(new) if self._passes(t))
+        self._prune()
+        if not self.following:
+            self.unseen += len(new)
+        self._update_size()
+        if self.following:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def mark_kinds(self, first: int, last: int, kind: str) -> None:
+        """Record the parser's kind for lines first..last (inclusive) that are still held."""
+        lo = max(first, self._first_no) - self._first_no
+        hi = min(last, self.last_line_no) - self._first_no
+        if hi < lo:
+            return
+        for i in range(lo, hi + 1):
+            self._kinds[i] = kind
+        self._cache.clear()
+        self.refresh()
+
+    def clear(self) -> None:
+        self._texts.clear()
+        self._kinds.clear()
+        self._view = [] if self._view is not None else None
+        self.dropped = 0
+        self.cursor = None
+        self._cache.clear()
+        self._update_size()
+        self.refresh()
+
+    def _prune(self) -> None:
+        excess = len(self._texts) - self.max_lines
+        if excess <= 0:
+            return
+        # Drop in chunks of a tenth so the memmove happens rarely, not on every batch.
+        excess = max(excess, self.max_lines // 10)
+        del self._texts[:excess]
+        del self._kinds[:excess]
+        self._first_no += excess
+        self.dropped += excess
+        if self._view is not None:
+            del self._view[: bisect_left(self._view, self._first_no)]
+        if self.cursor is not None and self.cursor < self._first_no:
+            self.cursor = None
+        self._cache.clear()
+
+    # ---- rows ----------------------------------------------------------------------------------
+
+    @property
+    def _marker_rows(self) -> int:
+        return 1 if self._first_no > 1 else 0
+
+    @property
+    def row_count(self) -> int:
+        body = len(self._view) if self._view is not None else len(self._texts)
+        return body + self._marker_rows
+
+    def _row_to_no(self, row: int) -> int | None:
+        row -= self._marker_rows
+        if row < 0:
+            return None
+        if self._view is not None:
+            return self._view[row] if row < len(self._view) else None
+        return self._first_no + row if row < len(self._texts) else None
+
+    def _no_to_row(self, no: int) -> int | None:
+        if self._view is not None:
+            i = bisect_left(self._view, no)
+            if i < len(self._view) and self._view[i] == no:
+                return i + self._marker_rows
+            return None
+        if self._first_no <= no <= self.last_line_no:
+            return no - self._first_no + self._marker_rows
+        return None
+
+    def _update_size(self) -> None:
+        self.virtual_size = Size(self._width, self.row_count)
+
+    def text_of(self, no: int) -> str | None:
+        if self._first_no <= no <= self.last_line_no:
+            return self._texts[no - self._first_no]
+        return None
+
+    def kind_of(self, no: int) -> str | None:
+        if self._first_no <= no <= self.last_line_no:
+            return self._kinds[no - self._first_no]
+        return None
+
+    # ---- rendering -----------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.size.width
+        key = (row, scroll_x)
+        cached = self._cache.get(key)
+        if cached is not None and cached.cell_length == width:
+            return cached
+        strip = self._render_row(row).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        if row < self.row_count:  # blank rows past the end change when lines arrive: never cache them
+            self._cache[key] = strip
+        return strip
+
+    def _render_row(self, row: int) -> Strip:
+        if row < self._marker_rows:
+            if self.dropped:
+                note = f" … {self.dropped:,} older lines dropped from this view (the log file keeps them) … "
+            else:
+                note = f" … log shown from line {self._first_no:,} (earlier lines not loaded) … "
+            return Strip(Text(note, style=_MARKER, no_wrap=True, end="").render(self.app.console))
+        no = self._row_to_no(row)
+        if no is None:
+            return Strip([Segment("")])
+        line = self._texts[no - self._first_no]
+        kind = self._kinds[no - self._first_no]
+        text = Text(no_wrap=True, end="")
+        text.append(f"{no:>7} ", _GUTTER)
+        body = Text(line, style=KIND_STYLES.get(kind, Style()), no_wrap=True, end="")
+        if self._search is not None:
+            for m in self._search.finditer(line):
+                if m.end() > m.start():
+                    body.stylize(_MATCH, m.start(), m.end())
+        text.append_text(body)
+        if no == self.cursor:
+            text.stylize(_CURSOR)
+        return Strip(text.render(self.app.console))
+
+    def _invalidate(self) -> None:
+        self._cache.clear()
+        self.refresh()
+        self.post_message(self.StateChanged())
+
+    # ---- follow --------------------------------------------------------------------------------
+
+    def watch_following(self, following: bool) -> None:
+        if following:
+            self.unseen = 0
+            self.cursor = None
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._invalidate()
+
+    def toggle_follow(self) -> None:
+        self.following = not self.following
+
+    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.following = False
+
+    def action_scroll_up(self) -> None:
+        self.following = False
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self.following = False
+        super().action_page_up()
+
+    def go_top(self) -> None:
+        self.following = False
+        self.scroll_home(animate=False, immediate=True)
+
+    def go_bottom(self) -> None:
+        self.following = True
+
+    # ---- filter ----------------------------------------------------------------------------------
+
+    @property
+    def filter_text(self) -> str:
+        if self._filter is None:
+            return ""
+        return ("!" if self._filter_inverse else "") + self._filter.pattern
+
+    def _passes(self, text: str) -> bool:
+        assert self._filter is not None
+        return (self._filter.search(text) is None) == self._filter_inverse
+
+    def set_filter(self, pattern: str) -> None:
+        """Show only lines matching `pattern` (regex); a leading `!` inverts it; empty clears the filter."""
+        inverse = pattern.startswith("!")
+        pattern = pattern[1:] if inverse else pattern
+        if not pattern:
+            self._filter, self._view = None, None
+        else:
+            self._filter, self._filter_inverse = compile_pattern(pattern), inverse
+            first = self._first_no
+            self._view = [first + i for i, t in enumerate(self._texts) if self._passes(t)]
+        self._update_size()
+        self._show_cursor_or_end()
+        self._invalidate()
+
+    # ---- search and jumps ------------------------------------------------------------------------
+
+    @property
+    def search_text(self) -> str:
+        return self._search.pattern if self._search is not None else ""
+
+    def set_search(self, pattern: str) -> bool:
+        """Highlight `pattern` and move to its next hit; empty clears. Returns whether a hit was found."""
+        self._search = compile_pattern(pattern) if pattern else None
+        self._invalidate()
+        return self.find(backward=False) if self._search is not None else True
+
+    def find(self, *, backward: bool) -> bool:
+        """Move the cursor to the next (previous) line matching the search. Returns whether one exists."""
+        pattern = self._search
+        if pattern is None:
+            return False
+        return self._jump(lambda no: pattern.search(self._texts[no - self._first_no]) is not None, backward)
+
+    def jump_error(self, *, backward: bool) -> bool:
+        """Move to the start of the next (previous) error block (a traceback is one block)."""
+
+        def is_error_start(no: int) -> bool:
+            i = no - self._first_no
+            return self._kinds[i] == "error" and (i == 0 or self._kinds[i - 1] != "error")
+
+        return self._jump(is_error_start, backward)
+
+    def _candidates(self, backward: bool) -> Iterable[int]:
+        """Line numbers after (before) the cursor in view order, not wrapping."""
+        if self._view is not None:
+            view = self._view
+            if self.cursor is None:
+                return reversed(view) if backward else iter(view)
+            if backward:
+                return reversed(view[: bisect_left(view, self.cursor)])
+            return iter(view[bisect_right(view, self.cursor):])
+        first, last = self._first_no, self.last_line_no
+        if self.cursor is None:
+            return range(last, first - 1, -1) if backward else range(first, last + 1)
+        if backward:
+            return range(min(self.cursor - 1, last), first - 1, -1)
+        return range(max(self.cursor + 1, first), last + 1)
+
+    def _jump(self, predicate, backward: bool) -> bool:
+        for no in self._candidates(backward):
+            if predicate(no):
+                self.following = False
+                self.cursor = no
+                self._show_cursor_or_end()
+                self._invalidate()
+                return True
+        return False
+
+    def _show_cursor_or_end(self) -> None:
+        row = self._no_to_row(self.cursor) if self.cursor is not None else None
+        if row is None:
+            if self.following:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+            return
+        height = max(1, self.scrollable_content_region.height)
+        self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)

@@ -1,0 +1,108 @@
+"""Speculative panel: accept len now/mean/p10–p90 against its ceiling, recomputed acceptance, tok/s, load, plots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from spectui.core import specmath
+from spectui.ui.model import ConfigView, SeriesHistory
+from spectui.ui.widgets.sparkline import sparkline
+
+
+@dataclass(frozen=True, slots=True)
+class SpecData:
+    snapshot: Any = None  # core.metrics.MetricSnapshot (duck-typed: only its documented fields are read)
+    config: ConfigView = ConfigView()
+    history: SeriesHistory = SeriesHistory()
+    dp_ranks: int = 1
+
+
+def _f(value: float | None, fmt: str = ".2f") -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+class SpecPanel(Widget):
+    """Renders `data`; width-aware so the plots use the space they have."""
+
+    DEFAULT_CSS = """
+    SpecPanel { height: auto; min-height: 8; }
+    """
+
+    data: reactive[SpecData] = reactive(SpecData, layout=False)
+
+    def render(self) -> Text:
+        d = self.data
+        s = d.snapshot
+        steps = _int(d.config.value("speculative_num_steps"))
+        ndt = _int(d.config.value("speculative_num_draft_tokens"))
+        algo = d.config.value("speculative_algorithm")
+        t = Text(no_wrap=True, overflow="ellipsis", end="")
+        if s is None or not getattr(s, "samples", 0):
+            t.append("waiting for the first decode line…\n", "dim")
+            t.append(f"algorithm {algo or '?'} · steps {steps or '?'} · draft tokens {ndt or '?'}", "dim")
+            return t
+        al = s.accept_len
+        ceiling = specmath.accept_len_ceiling(steps) if steps else None
+        t.append("accept len ", "bold")
+        t.append(_f(al.last), self._accept_style(al.last, ceiling))
+        if ceiling is not None:
+            t.append(f"  ceiling {ceiling}", "bold")
+            t.append(f" (steps {steps}+1)", "dim")
+        t.append(f"\n  mean {_f(al.mean)}  p10–p90 {_f(al.p10)}–{_f(al.p90)}  n={s.samples}\n")
+        if al.mean is not None and steps:
+            alpha = specmath.alpha_from_accept_len(al.mean, steps)
+            t.append(f"α≈{alpha:.2f}", "bold")
+            t.append("/draft")
+            t.append(f"  drafts used {specmath.saturation(al.mean, steps):.0%}")
+            rate = specmath.draft_acceptance_rate(al.mean, ndt) if ndt and ndt >= 2 else None
+            if rate is not None:
+                t.append(f"  (L−1)/(ndt−1) {rate:.2f}")
+        else:
+            t.append("acceptance: needs num steps from the config", "dim")
+        printed = getattr(s, "accept_rate", None)
+        if printed is not None and printed.last is not None:
+            t.append(f"  log rate {printed.last:.2f}", "dim")
+        t.append("\n")
+        tps = s.gen_tokens_per_s
+        t.append("gen tok/s ", "bold")
+        t.append(_f(tps.last, ".1f"), "bold cyan")
+        t.append(f"  mean {_f(tps.mean, '.1f')}")
+        if d.dp_ranks > 1:
+            t.append(f"  Σ {d.dp_ranks} DP ranks", "dim")
+        t.append("\n")
+        t.append(f"running {s.running_req if s.running_req is not None else '–'}")
+        t.append(f"  queued {s.queue_req if s.queue_req is not None else '–'}")
+        t.append(f"  usage {_f(s.token_usage)}")
+        if s.graph is not None:
+            t.append("  graph ")
+            t.append("on" if s.graph else "OFF", "green" if s.graph else "bold red")
+        t.append("\n")
+        width = max(10, self.size.width - 7)
+        t.append("accept ", "bold")
+        t.append_text(sparkline(d.history.accept_len, width, style="green", low=1.0))
+        t.append("\n")
+        t.append("tok/s  ", "bold")
+        t.append_text(sparkline(d.history.gen_tokens_per_s, width, style="cyan", low=0.0))
+        return t
+
+    @staticmethod
+    def _accept_style(value: float | None, ceiling: int | None) -> str:
+        if value is None:
+            return "bold"
+        if value < 1.3 or (ceiling and ceiling > 2 and value < 0.4 * ceiling):
+            return "bold red"
+        if value < 2.0:
+            return "bold yellow"
+        return "bold green"
