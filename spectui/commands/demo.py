@@ -1,0 +1,55 @@
+"""`spectui demo`: start the simulated SGLang server on a free port and follow it like a real one (target `local`).
+
+The simulator runs in its own session (process group); whatever ends the demo — --duration, Ctrl-C,
+SIGTERM, the simulator exiting — that group gets SIGTERM, then SIGKILL after a grace period, so
+nothing is left behind. Its log is kept (the path is printed) so `spectui check` can be run on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.sim.scenarios import SCENARIOS
+
+    parser.add_argument("--scenario", default="healthy", choices=list(SCENARIOS),
+                        help="what the simulated server does (default: healthy)")
+    parser.add_argument("--headless", action="store_true", help="no screen: print watch-style JSONL events")
+    parser.add_argument("--jsonl", action="store_true", help="print events as JSON lines (implied by --headless)")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until Ctrl-C)")
+    parser.add_argument("--sglang-version", metavar="V", help="SGLang release to emulate (default: newest bundled)")
+    parser.add_argument("--time-scale", type=float, default=4.0, metavar="X",
+                        help="run the simulated server X times faster than real time (default 4)")
+    parser.add_argument("--log", metavar="FILE", help="write the simulated server's log here (default: a temp file)")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.sim.scenarios import SCENARIOS
+
+    if args.list:
+        for s in SCENARIOS.values():
+            print(f"{s.name:16} {s.summary}")
+        return 0
+    if args.duration is not None and args.duration <= 0:
+        print("spectui demo: error: --duration must be > 0 seconds", file=sys.stderr)
+        return 2
+    if args.time_scale <= 0:
+        print("spectui demo: error: --time-scale must be > 0", file=sys.stderr)
+        return 2
+    if not args.headless:
+        print("spectui demo: the cockpit is not in this build yet; running headless (JSONL events)", file=sys.stderr)
+    from spectui.commands.demorun import DemoRun
+
+    demo = DemoRun(SCENARIOS[args.scenario], version=args.sglang_version, time_scale=args.time_scale,
+                   duration=args.duration, log_path=args.log)
+    try:
+        return asyncio.run(demo.run())
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        demo.stop_sim()

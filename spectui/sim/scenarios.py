@@ -1,0 +1,51 @@
+"""Demo scenarios: an SGLang launch command and simulator knobs that reproduce one situation each.
+
+The flags are what a user would type (`--host/--port` are added by whoever starts the scenario). The
+simulated models are a Llama-3.1-8B target with an EAGLE-3 draft, the common setup of SGLang's docs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TARGET = "/models/meta-llama/Llama-3.1-8B-Instruct"
+DRAFT = "/models/lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"
+_BASE = ("--model-path", TARGET, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", DRAFT,
+         "--enable-metrics")
+_CHAIN3 = ("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    summary: str  # one line: what the user will see
+    flags: tuple[str, ...]  # SGLang launch_server flags
+    knobs: tuple[str, ...] = ()  # --sim-* knobs
+
+    def argv(self, *, host: str, port: int, time_scale: float, traffic: float | None = None) -> list[str]:
+        """Arguments for `python -m spectui.sim`."""
+        rps = traffic if traffic is not None else 2.0
+        return [*self.flags, "--host", host, "--port", str(port), "--sim-time-scale", f"{time_scale:g}",
+                "--sim-traffic", f"{rps:g}", *self.knobs]
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("healthy", "EAGLE-3 chain of 3 on Llama-3.1-8B: accept len ~3, faster than no speculation",
+             (*_BASE, *_CHAIN3)),
+    Scenario("silent-override", "the seed incident: topk 1 with 16 draft tokens and 1 step; SGLang forces "
+             "draft tokens to 2, accept len ~1.8, slower than no speculation",
+             (*_BASE, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
+              "--speculative-num-steps", "1")),
+    Scenario("missing-steps", "topk and draft tokens without --speculative-num-steps: a bare AssertionError",
+             (*_BASE, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16")),
+    Scenario("bad-flag", "vLLM's --num-speculative-tokens: argparse rejects it (exit 2)",
+             (*_BASE, "--num-speculative-tokens", "16")),
+    Scenario("layer-mismatch", "the launch looks fine, but the draft's hidden-state layers do not match: "
+             "accept len ~1.1", (*_BASE, *_CHAIN3), ("--sim-fault", "layer-mismatch")),
+    Scenario("oom", "CUDA-graph capture runs out of memory at start-up (Scheduler hit an exception, sigquit)",
+             (*_BASE, *_CHAIN3, "--mem-fraction-static", "0.93"), ("--sim-fault", "oom-at-capture")),
+    Scenario("crash", "the scheduler crashes after serving a few requests (SIGQUIT, exit 137)",
+             (*_BASE, *_CHAIN3), ("--sim-fault", "crash-after:6")),
+    Scenario("nccl-timeout", "a collective hangs after the first requests; the NCCL watchdog fires",
+             (*_BASE, *_CHAIN3, "--tp-size", "2"), ("--sim-fault", "nccl-timeout")),
+)}
