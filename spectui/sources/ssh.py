@@ -2,7 +2,7 @@
 
 One SSH connection per host carries everything: commands (`run`), an SFTP session for positioned reads
 (the tail reads by byte offset on an open handle, so a rename never confuses it), local port forwards
-for the HTTP probe, and one long-running `tail -c0 -F` per followed file used only as a wake-up signal:
+for the HTTP probe, and one long-running `tail -c1 -F` per followed file used only as a wake-up signal:
 its channel is paused after the first byte, so it costs one small window of bandwidth per wake-up while
 the bytes themselves come over SFTP from offsets spectui tracks. No process is spawned per poll.
 """
@@ -53,20 +53,21 @@ class SSHOptions:
 class SFTPFile:
     """An open remote file (RemoteFile protocol) on the host's SFTP session."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, host_name: str) -> None:
         self._handle = handle
+        self._name = host_name
 
     async def size(self) -> int:
         try:
             return int((await self._handle.stat()).size or 0)
         except (asyncssh.Error, OSError) as exc:
-            raise _host_error(exc, "sftp") from None
+            raise _host_error(exc, self._name) from None
 
     async def read(self, offset: int, length: int) -> bytes:
         try:
             return bytes(await self._handle.read(length, offset))
         except (asyncssh.Error, OSError) as exc:
-            raise _host_error(exc, "sftp") from None
+            raise _host_error(exc, self._name) from None
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -98,7 +99,7 @@ class _WakeSession(asyncssh.SSHClientSession):
 
 
 class TailNotifier:
-    """ChangeNotifier backed by a remote `tail -c0 -F` (inotify on the host, instant wake-ups)."""
+    """ChangeNotifier backed by a remote `tail -F` (inotify on the host, instant wake-ups)."""
 
     def __init__(self, chan: Any, session: _WakeSession) -> None:
         self._chan = chan
@@ -284,7 +285,7 @@ class SSHHost:
     async def open(self, path: str) -> SFTPFile:
         sftp = await self._sftp_client()
         try:
-            return SFTPFile(await sftp.open(path, "rb"))
+            return SFTPFile(await sftp.open(path, "rb"), self.name)
         except asyncssh.SFTPNoSuchFile:
             raise FileNotFoundError(path) from None
         except asyncssh.SFTPPermissionDenied:
@@ -307,7 +308,8 @@ class SSHHost:
             await f.close()
 
     async def notifier(self, path: str) -> TailNotifier:
-        cmd = f"exec tail -c0 -F -- {shlex.quote(path)}"
+        # -c1: the last byte comes at once, telling the tail the notifier is watching (no start-up race).
+        cmd = f"exec tail -c1 -F -- {shlex.quote(path)}"
         try:
             chan, session = await self._need().create_session(
                 _WakeSession, cmd, encoding=None, window=NOTIFY_WINDOW, max_pktsize=NOTIFY_WINDOW

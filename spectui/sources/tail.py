@@ -112,7 +112,9 @@ class LogTail:
                                 rotated=True)
             notifier = await self.host.notifier(self.path)
             yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
-            last_check = time.monotonic()
+            # A notifier starts watching a moment after it starts: check once soon, in case a
+            # rotation fell into that gap, then every `identity_check` seconds or on a hint.
+            last_check = time.monotonic() - self.identity_check + min(1.0, self.identity_check)
             while True:
                 async for ev in self._drain(f):
                     yield ev
