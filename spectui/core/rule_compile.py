@@ -1,0 +1,341 @@
+"""Rule files -> compiled rules: TOML parse, schema check, regex/expression/placeholder compile, one-line errors.
+
+A file that does not load yields one line naming the file, the rule id and the field; the others load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from spectui.core import ruleexpr
+from spectui.core.records import MilestoneKind
+from spectui.core.rule_schema import (
+    ConfigClause,
+    Example,
+    GroupClause,
+    LogClause,
+    MetricClause,
+    RuleModel,
+    in_vocabulary,
+)
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}:]+)(?::([^{}]*))?\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A text with {expr} / {expr:.2f} placeholders; renders to None if any has no value."""
+
+    source: str
+    parts: tuple[tuple[str, ruleexpr.Expr | None, str], ...]  # (literal before, expression, format spec)
+
+    def render(self, env: Any) -> str | None:
+        out: list[str] = []
+        for literal, expr, spec in self.parts:
+            out.append(literal)
+            if expr is None:
+                continue
+            ok, value = expr.try_evaluate(env)
+            if not ok or value is None:
+                return None
+            out.append(_format(value, spec))
+        return "".join(out)
+
+
+def _format(value: Any, spec: str) -> str:
+    if isinstance(value, float) and not spec:
+        return f"{value:.2f}".rstrip("0").rstrip(".") if not value.is_integer() else str(int(value))
+    try:
+        return format(value, spec)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CLog:
+    key: int
+    record: str
+    contains: str | None
+    pattern: re.Pattern[str] | None
+    exc_types: frozenset[str] | None
+    message: re.Pattern[str] | None
+    frame: re.Pattern[str] | None
+    frame_file: re.Pattern[str] | None
+    milestone: str | None
+    exclude: re.Pattern[str] | None
+    source: re.Pattern[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class CMetric:
+    key: int
+    when: ruleexpr.Expr
+    warmup: int
+    min_samples: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class CConfig:
+    key: int
+    when: ruleexpr.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class CGroup:
+    kind: str
+    of: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CFix:
+    set: tuple[tuple[str, ruleexpr.Expr], ...]
+    unset: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A compiled rule, ready for the engine."""
+
+    id: str
+    title: str
+    category: str
+    severity: str
+    priority: int
+    fallback: bool
+    versions: str | None
+    root: CGroup
+    diagnosis: tuple[Template, ...]
+    evidence: tuple[Template, ...]
+    fixes: tuple[CFix, ...]
+    explanation: str
+    links: tuple[str, ...]
+    examples: tuple[Example, ...]
+    path: str
+    log_clauses: tuple[CLog, ...]
+    metric_clauses: tuple[CMetric, ...]
+    has_config: bool
+
+
+class RuleLoadError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
+    """Compile a validated model; raises RuleLoadError(field, message) on a bad regex/expression/name."""
+    captures = frozenset(_capture_names(model.match))
+    counter = iter(range(10_000))
+    logs: list[CLog] = []
+    metrics: list[CMetric] = []
+    has_config = False
+
+    def vocab(name: str) -> bool:
+        return in_vocabulary(name, captures)
+
+    def build(clause: Any, field: str) -> Any:
+        nonlocal has_config
+        if isinstance(clause, GroupClause):
+            return CGroup(clause.kind, tuple(build(c, f"{field}.of.{i}") for i, c in enumerate(clause.of)))
+        if isinstance(clause, LogClause):
+            if clause.milestone is not None and clause.milestone not in {k.value for k in MilestoneKind}:
+                raise RuleLoadError(f"{field}.milestone", f"unknown milestone kind {clause.milestone!r}")
+            if clause.record in ("decode", "prefill") and clause.contains is None:
+                raise RuleLoadError(f"{field}.contains", "decode/prefill log clauses need a literal 'contains'")
+            c = CLog(
+                next(counter), clause.record, clause.contains,
+                _regex(clause.pattern, f"{field}.pattern"),
+                frozenset(clause.exc_type) if clause.exc_type else None,
+                _regex(clause.message, f"{field}.message"),
+                _regex(clause.frame, f"{field}.frame"),
+                _regex(clause.frame_file, f"{field}.frame_file"),
+                clause.milestone,
+                _regex(clause.exclude, f"{field}.exclude"),
+                _regex(clause.source, f"{field}.source"),
+            )
+            logs.append(c)
+            return c
+        if isinstance(clause, MetricClause):
+            m = CMetric(next(counter), _expr(clause.when, f"{field}.when", vocab), clause.warmup,
+                        clause.min_samples, clause.window)
+            metrics.append(m)
+            return m
+        assert isinstance(clause, ConfigClause)
+        has_config = True
+        return CConfig(next(counter), _expr(clause.when, f"{field}.when", vocab))
+
+    root = CGroup(model.mode, tuple(build(c, f"match.{i}") for i, c in enumerate(model.match)))
+    diagnosis = [model.diagnosis] if isinstance(model.diagnosis, str) else model.diagnosis
+    if not diagnosis:
+        raise RuleLoadError("diagnosis", "needs at least one text")
+    fixes = []
+    for i, fix in enumerate(model.fix):
+        sets = []
+        for flag, source in fix.set.items():
+            if not flag.startswith("--"):
+                raise RuleLoadError(f"fix.{i}.set", f"flag {flag!r} must be written with its leading dashes")
+            sets.append((flag, _expr(source, f"fix.{i}.set.{flag}", vocab)))
+        for flag in fix.unset:
+            if not flag.startswith("--"):
+                raise RuleLoadError(f"fix.{i}.unset", f"flag {flag!r} must be written with its leading dashes")
+        fixes.append(CFix(tuple(sets), tuple(fix.unset)))
+    if model.versions is not None:
+        try:
+            version_matches(model.versions, "0.5.6")
+        except ValueError as exc:
+            raise RuleLoadError("versions", str(exc)) from None
+    return Rule(
+        id=model.id, title=model.title, category=model.category, severity=model.severity,
+        priority=model.priority, fallback=model.fallback, versions=model.versions, root=root,
+        diagnosis=tuple(_template(t, f"diagnosis.{i}", vocab) for i, t in enumerate(diagnosis)),
+        evidence=tuple(_template(t, f"evidence.{i}", vocab) for i, t in enumerate(model.evidence)),
+        fixes=tuple(fixes), explanation=model.explanation.strip(), links=tuple(model.links),
+        examples=tuple(model.examples), path=path, log_clauses=tuple(logs),
+        metric_clauses=tuple(metrics), has_config=has_config,
+    )
+
+
+def _capture_names(clauses: Iterable[Any]) -> Iterable[str]:
+    for clause in clauses:
+        if isinstance(clause, GroupClause):
+            yield from _capture_names(clause.of)
+        elif isinstance(clause, LogClause):
+            for source in (clause.pattern, clause.message):
+                if source:
+                    with contextlib.suppress(re.error):  # reported by _regex with its field name
+                        yield from re.compile(source).groupindex
+
+
+def _regex(source: str | None, field: str) -> re.Pattern[str] | None:
+    if source is None:
+        return None
+    try:
+        return re.compile(source)
+    except re.error as exc:
+        raise RuleLoadError(field, f"bad regex: {exc}") from None
+
+
+def _expr(source: str, field: str, vocab: Any) -> ruleexpr.Expr:
+    try:
+        return ruleexpr.parse(source, vocab)
+    except ruleexpr.ExprError as exc:
+        raise RuleLoadError(field, str(exc)) from None
+
+
+def _template(source: str, field: str, vocab: Any) -> Template:
+    parts: list[tuple[str, ruleexpr.Expr | None, str]] = []
+    pos = 0
+    literal = ""
+    for m in _PLACEHOLDER.finditer(source):
+        literal += source[pos:m.start()]
+        pos = m.end()
+        token = m.group(0)
+        if token in ("{{", "}}"):
+            literal += token[0]
+            continue
+        try:
+            expr = ruleexpr.parse(m.group(1).strip(), vocab)
+        except ruleexpr.ExprError as exc:
+            raise RuleLoadError(field, f"placeholder {{{m.group(1)}}}: {exc}") from None
+        parts.append((literal, expr, m.group(2) or ""))
+        literal = ""
+    parts.append((literal + source[pos:], None, ""))
+    return Template(source, tuple(parts))
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    out: list[int] = []
+    for part in version.split(".")[:3]:
+        digits = re.match(r"\d*", part)
+        out.append(int(digits.group(0)) if digits and digits.group(0) else 0)
+    return tuple(out)
+
+
+def version_matches(spec: str, version: str) -> bool:
+    """">=0.5.10", "<=0.5.10", ">0.5", "<0.5.12", "==0.5.4", "0.4.9..0.5.10" (inclusive)."""
+    v = version_tuple(version)
+    spec = spec.strip()
+    if ".." in spec:
+        lo, hi = spec.split("..", 1)
+        return version_tuple(lo) <= v <= version_tuple(hi)
+    m = re.fullmatch(r"(>=|<=|==|>|<)\s*(\d+(?:\.\d+){0,2}\S*)", spec)
+    if m is None:
+        raise ValueError(f"bad version range {spec!r} (use >=X, <=X, >X, <X, ==X or X..Y)")
+    op, bound = m.group(1), version_tuple(m.group(2))
+    return {">=": v >= bound, "<=": v <= bound, "==": v == bound, ">": v > bound, "<": v < bound}[op]
+
+
+def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
+    """Load one rule file; (rule, None) or (None, one-line error naming file, rule id and field)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{label}: cannot read: {exc}"
+    id_match = re.search(r'^\s*id\s*=\s*["\']([^"\']*)["\']', text, re.M)
+    rule_id = id_match.group(1) if id_match else "?"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return None, f"{label}: rule {rule_id}: TOML syntax error: {exc}"
+    try:
+        model = RuleModel.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = _field_path(err["loc"])
+        extra = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return None, f"{label}: rule {rule_id}: field '{field}': {err['msg']}{extra}"
+    try:
+        return compile_rule(model, label), None
+    except RuleLoadError as exc:
+        return None, f"{label}: rule {model.id}: field '{exc.field}': {exc}"
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    """pydantic's loc without the discriminator tags it inserts after match.N / of.N."""
+    out: list[str] = []
+    for i, part in enumerate(loc):
+        if (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] in ("match", "of")
+                and part in ("log", "metric", "config", "all", "any", "none")):
+            continue
+        out.append(str(part))
+    return ".".join(out) or "?"
+
+
+def load_rules(extra_dirs: Sequence[Path] = ()) -> tuple[list[Rule], list[str]]:
+    """The built-in library plus every *.toml in `extra_dirs` (later ones replace a rule with the same id)."""
+    errors: list[str] = []
+    by_id: dict[str, Rule] = {}
+    sources: list[tuple[str, list[tuple[Any, str]]]] = []
+    builtin = resources.files("spectui.builtin_rules")
+    sources.append(("builtin", sorted(((p, f"rules/{p.name}") for p in builtin.iterdir() if p.name.endswith(".toml")), key=lambda t: t[1])))
+    for directory in extra_dirs:
+        d = Path(directory)
+        if not d.is_dir():
+            errors.append(f"{d}: not a directory of rule files")
+            continue
+        sources.append((str(d), [(p, str(p)) for p in sorted(d.glob("*.toml"))]))
+    for origin, files in sources:
+        seen_here: dict[str, str] = {}
+        for path, label in files:
+            rule, error = load_file(path, label)
+            if error:
+                errors.append(error)
+                continue
+            assert rule is not None
+            if rule.id in seen_here:
+                errors.append(f"{label}: rule {rule.id}: field 'id': duplicate of {seen_here[rule.id]}")
+                continue
+            seen_here[rule.id] = label
+            by_id[rule.id] = rule
+        del origin
+    return list(by_id.values()), errors
