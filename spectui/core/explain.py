@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -9,6 +10,7 @@ from spectui.core import resolve_rules as R
 from spectui.core.versions import Version
 
 if TYPE_CHECKING:
+    from spectui.core.catalogue import FlagCatalogue
     from spectui.core.resolve import FlagNote
 
 
@@ -113,3 +115,77 @@ def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, An
         notes.append(FlagNote("mtp-draft-path-given", "info", "draft path given for an MTP target",
                               "SGLang notes the target already has MTP layers; the given draft is still used."))
     return notes
+
+
+def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ()) -> list[FlagNote]:
+    """Did-you-mean notes for an argparse error line (the text after "error: ")."""
+    from spectui.core.resolve import FlagNote
+    from spectui.core.suggest import FOREIGN_NOTES
+
+    notes: list[FlagNote] = []
+    if message.startswith("unrecognized arguments: "):
+        words = message[len("unrecognized arguments: "):].split()
+        for i, word in enumerate(words):
+            if not word.startswith("-"):
+                continue
+            flag = word.split("=", 1)[0]
+            value = word.split("=", 1)[1] if "=" in word else (
+                words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else None)
+            notes.append(_unrecognized_note(flag, value, cat.suggest(flag), FOREIGN_NOTES.get(flag)))
+    elif message.startswith("ambiguous option: "):
+        m = re.match(r"ambiguous option: (\S+?)(?:=\S+)? could match (.+)$", message)
+        if m:
+            flag, cands = m.group(1), m.group(2).split(", ")
+            notes.append(FlagNote(
+                "ambiguous-flag", "error", f"{flag} is an ambiguous abbreviation in SGLang {cat.version}",
+                f"argparse accepts unique prefixes only; {flag} could be {', '.join(cands)}. "
+                "Write the full flag name.",
+                fix_set=((cands[0], _value_after(args, flag)),) if flag == "--cuda-graph-max-bs" else (),
+                fix_unset=(flag,)))
+    elif (m := re.match(r"argument (\S+?)(?:/\S+)?: invalid choice: '([^']*)' \(choose from (.+)\)$", message)):
+        flag, val = m.group(1), m.group(2)
+        choices = [c.strip(" '") for c in m.group(3).split(",")]
+        same = [c for c in choices if c.lower() == val.lower()]
+        fix = ((flag, same[0]),) if same else ()
+        hint = (f"This release's choices are case-sensitive: use {same[0]}." if same
+                else f"Choose one of {', '.join(choices)}.")
+        notes.append(FlagNote("invalid-choice", "error", f"{flag} {val} is not a valid choice", hint,
+                              fix_set=fix))
+    elif (m := re.match(r"argument (\S+?)(?:/\S+)?: invalid (\w+) value: '([^']*)'", message)):
+        notes.append(FlagNote("invalid-value", "error", f"{m.group(1)} needs a {m.group(2)} value",
+                              f"{m.group(3)!r} is not a valid {m.group(2)}."))
+    elif message.startswith("the following arguments are required"):
+        notes.append(FlagNote("missing-required", "error", "--model-path is required",
+                              "Give the model with --model-path <dir or HF repo id>."))
+    return notes
+
+
+def _unrecognized_note(flag: str, value: str | None, cands: list[str], why: str | None) -> FlagNote:
+    from spectui.core.resolve import FlagNote
+
+    if flag == "--num-speculative-tokens" and value and value.isdigit() and cands:
+        n = int(value)
+        return FlagNote(
+            "foreign-flag", "error", f"{flag} is not an SGLang flag (did you mean --speculative-num-steps?)",
+            f"{why}. For {n} chained draft tokens: --speculative-num-steps {n} --speculative-eagle-topk 1 "
+            f"--speculative-num-draft-tokens {n + 1}.",
+            fix_set=(("--speculative-num-steps", str(n)), ("--speculative-eagle-topk", "1"),
+                     ("--speculative-num-draft-tokens", str(n + 1))),
+            fix_unset=(flag,))
+    mean = f" (did you mean {' / '.join(cands[:3])}?)" if cands else ""
+    text = (why + ". " if why else "") + (
+        f"SGLang has no {flag}; closest: {', '.join(cands[:3])}." if cands else f"SGLang has no {flag}.")
+    if "_" in flag:
+        text += " SGLang flags use dashes, never underscores."
+    fix_set = ((cands[0], value or ""),) if cands and len(cands) >= 1 and value is not None else ()
+    return FlagNote("unrecognized-flag", "error", f"{flag} is not an SGLang flag{mean}", text,
+                    fix_set=fix_set, fix_unset=(flag,))
+
+
+def _value_after(args: Sequence[str], flag: str) -> str:
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return ""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from spectui.core import resolve_rules as R
 from spectui.core.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
-from spectui.core.explain import explain_differences, explain_error
+from spectui.core.explain import explain_argparse, explain_differences, explain_error
 from spectui.core.versions import Version, parse_version, v
 
 SPEC_VIEW = (
@@ -90,7 +90,8 @@ def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
         parsed = cat.parse_args(argv, prog)
     except ArgparseFailure as exc:
         return Resolution(outcome="argparse_error", argparse_error=exc.message, error=None, requested={},
-                          effective=None, warnings=[], usage=exc.usage, **base)
+                          effective=None, warnings=[], usage=exc.usage,
+                          notes=explain_argparse(exc.message, cat, argv), **base)
     except DeprecatedFlagUsed as exc:
         err = ResolveError("ValueError", f"{exc.flag} is deprecated", explain_error(
             "ValueError", f"{exc.flag} is deprecated", {}), "DeprecatedAction.__call__")

@@ -67,8 +67,10 @@ def suggest_flags(flag: str, options: Sequence[str], prefix_hits: Sequence[str] 
     add(FOREIGN_FLAGS.get(name, ()))
     dashed = "--" + name.lstrip("-").replace("_", "-")
     if dashed != name:
-        add([dashed] + [o for o in options if o.startswith(dashed)][:3])
+        add([dashed] if dashed in known else [o for o in options if o.startswith(dashed)][:3])
         add(FOREIGN_FLAGS.get(dashed, ()))
+    if out:
+        return out
     if len(prefix_hits) > 1:
         add(prefix_hits)
     # Word-level match: "--spec-algorithm" ~ "--speculative-algorithm".
