@@ -29,10 +29,11 @@ class Session:
     relaunch: Callable[..., Awaitable[Any]] | None = None  # override of ops.relaunch (tests)
     probe_gpus: bool = True
     replay: bool = False  # a recorded log: the tail ends, and "last line age" means nothing
+    current_pid: int | None = None  # set after a relaunch (the discovered `server` is the old process)
 
     @property
     def pid(self) -> int | None:
-        return getattr(self.server, "pid", None)
+        return self.current_pid if self.current_pid is not None else getattr(self.server, "pid", None)
 
     def open_tail(self, path: str) -> AsyncIterator[TailEvent]:
         if self.tail_factory is not None:

@@ -20,6 +20,7 @@ from textual.widgets import Footer, Input
 
 from spectui.sources.base import TailLines, TailState
 from spectui.ui.controller import Cockpit, CockpitUpdate
+from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
@@ -283,6 +284,16 @@ class DashboardScreen(Screen):
         from spectui.ui.screens.explain import ExplainScreen
 
         self.app.push_screen(ExplainScreen(event.diagnosis, read_only=self.session.read_only))
+
+    @on(RelaunchFinished)
+    def _relaunched(self, event: RelaunchFinished) -> None:
+        attempt = event.result.new if event.healthy else getattr(event.result, "rollback", None)
+        if getattr(attempt, "pid", None) is not None:
+            self.session.current_pid = attempt.pid
+        if event.launch is not None:
+            self.session.launch = event.launch
+        if event.log_path:
+            self.switch_log(event.log_path, launch=event.launch)
 
     @on(DiagnosesPanel.FixRequested)
     def _fix(self, event: DiagnosesPanel.FixRequested) -> None:

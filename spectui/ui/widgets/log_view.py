@@ -75,6 +75,7 @@ class LogView(ScrollView, can_focus=True):
         self._search: re.Pattern[str] | None = None
         self.cursor: int | None = None  # line number under the cursor (search hit, error jump)
         self.unseen = 0  # lines arrived while paused
+        self._error_starts: set[int] = set()
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
 
     # ---- feeding -------------------------------------------------------------------------------
@@ -105,8 +106,21 @@ class LogView(ScrollView, can_focus=True):
             self.unseen += len(new)
         self._update_size()
         if self.following:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._stick_to_end()
         self.refresh()
+
+    def _stick_to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        # The new virtual size reaches the scrollbars on the next layout: scroll again after it.
+        self.call_after_refresh(self._stick_if_following)
+
+    def _stick_if_following(self) -> None:
+        if self.following:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self) -> None:
+        if self.following:
+            self._stick_to_end()
 
     def mark_kinds(self, first: int, last: int, kind: str) -> None:
         """Record the parser's kind for lines first..last (inclusive) that are still held."""
@@ -116,6 +130,8 @@ class LogView(ScrollView, can_focus=True):
             return
         for i in range(lo, hi + 1):
             self._kinds[i] = kind
+        if kind == "error" and first >= self._first_no:
+            self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
         self._cache.clear()
         self.refresh()
 
@@ -237,7 +253,7 @@ class LogView(ScrollView, can_focus=True):
         if following:
             self.unseen = 0
             self.cursor = None
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._stick_to_end()
         self._invalidate()
 
     def toggle_follow(self) -> None:
@@ -309,11 +325,7 @@ class LogView(ScrollView, can_focus=True):
     def jump_error(self, *, backward: bool) -> bool:
         """Move to the start of the next (previous) error block (a traceback is one block)."""
 
-        def is_error_start(no: int) -> bool:
-            i = no - self._first_no
-            return self._kinds[i] == "error" and (i == 0 or self._kinds[i - 1] != "error")
-
-        return self._jump(is_error_start, backward)
+        return self._jump(self._error_starts.__contains__, backward)
 
     def _candidates(self, backward: bool) -> Iterable[int]:
         """Line numbers after (before) the cursor in view order, not wrapping."""

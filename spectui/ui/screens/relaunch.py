@@ -1,0 +1,196 @@
+"""Relaunch screen (`r`): speculative flags as fields, the rest as a raw command line; live diff and verdict.
+
+Every keystroke rebuilds the edited LaunchCommand, diffs it against the running one and asks
+core.resolve what SGLang would do with it (warnings, effective values, errors) — all pure and fast.
+Confirm (press Relaunch twice) hands the command to ops.relaunch in a worker and shows its progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, evaluate, split_command
+
+
+class RelaunchScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss", "Cancel"), Binding("ctrl+s", "confirm", "Relaunch")]
+
+    DEFAULT_CSS = """
+    RelaunchScreen .dialog { height: 95%; padding: 0 1; }
+    RelaunchScreen .dialog VerticalScroll { height: 1fr; max-height: 100%; }
+    RelaunchScreen .row { height: 1; }
+    RelaunchScreen .row Label { width: 14; }
+    RelaunchScreen .row Input { width: 1fr; border: none; height: 1; padding: 0 1; }
+    RelaunchScreen .row Select { width: 1fr; height: 1; }
+    RelaunchScreen .row SelectCurrent { border: none; height: 1; padding: 0 1; }
+    RelaunchScreen #verdict { height: auto; }
+    RelaunchScreen #progress { height: auto; }
+    RelaunchScreen #buttons { height: 3; }
+    """
+
+    def __init__(self, session: Any, cockpit: Any, *, diagnosis: Any = None) -> None:
+        super().__init__()
+        self.session = session
+        self.cockpit = cockpit
+        self.diagnosis = diagnosis
+        self.version = cockpit.version
+        self.original = session.launch
+        self.draft = split_command(self.original, self.version)
+        if diagnosis is not None and diagnosis.fix is not None:
+            self.draft = self.draft.with_fix(diagnosis.fix)
+        self.armed = False
+        self.running = False
+        self.result: Any = None
+
+    def compose(self) -> ComposeResult:
+        title = f"relaunch · {self.session.label}"
+        if self.session.pid:
+            title += f" · pid {self.session.pid}"
+        with Vertical(classes="dialog"):
+            yield Static(title, classes="title")
+            if self.session.read_only:
+                yield Static(Text("read-only session (--read-only): you can edit and see the verdict, "
+                                  "but relaunch is disabled", style="bold yellow"))
+            if self.original is None:
+                yield Static(Text("the running server's launch command is not known (no server found on "
+                                  "the host): relaunch is disabled", style="bold yellow"))
+            if self.diagnosis is not None:
+                yield Static(Text(f"pre-filled with the fix for {self.diagnosis.rule}: {self.diagnosis.title}",
+                                  style="green"))
+            with Horizontal(id="buttons"):
+                yield Button("Relaunch", id="go", variant="warning",
+                             disabled=self.session.read_only or self.original is None)
+                yield Button("Cancel", id="cancel")
+            with VerticalScroll():
+                for f in SPEC_FIELDS:
+                    with Horizontal(classes="row"):
+                        yield Label(f.label)
+                        choices = self.draft.choices.get(f.dest)
+                        value = self.draft.values.get(f.dest) or ""
+                        if choices:
+                            opts = [(str(c), str(c)) for c in choices]
+                            if value and value not in [o[1] for o in opts]:
+                                opts.append((value, value))
+                            yield Select(opts, value=value or Select.NULL, allow_blank=True, id=f"f-{f.dest}",
+                                         prompt="(not set)")
+                        else:
+                            yield Input(value=value, placeholder="(not set)", id=f"f-{f.dest}")
+                with Horizontal(classes="row"):
+                    yield Label("other flags")
+                    yield Input(value=self.draft.other, id="other")
+                yield Static(id="verdict")
+                yield Static(id="progress")
+
+    def on_mount(self) -> None:
+        self._update()
+        self.query_one("#f-speculative_num_steps").focus()
+
+    # ---- live verdict ------------------------------------------------------------------------------
+
+    def _current_draft(self) -> Draft:
+        values: dict[str, str] = {}
+        for f in SPEC_FIELDS:
+            widget = self.query_one(f"#f-{f.dest}")
+            raw = widget.value if isinstance(widget, Input) else (
+                "" if widget.value is Select.NULL else str(widget.value))
+            values[f.dest] = raw.strip()
+        return dataclasses.replace(self.draft, values=values, other=self.query_one("#other", Input).value)
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        self.armed = False
+        self._update()
+
+    def _update(self) -> None:
+        self.draft = self._current_draft()
+        self.evaluation = evaluate(self.original, self.draft, self.version)
+        self.query_one("#verdict", Static).update(self.evaluation.text)
+        go = self.query_one("#go", Button)
+        go.label = "Confirm: stop and relaunch" if self.armed else "Relaunch"
+        blocked = self.session.read_only or self.original is None or self.running
+        go.disabled = blocked or not self.evaluation.launchable
+
+    # ---- confirm -----------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss()
+
+    @on(Button.Pressed, "#go")
+    def action_confirm(self) -> None:
+        if self.session.read_only or self.original is None or self.running:
+            return
+        if not self.evaluation.launchable:
+            self.notify("fix the errors shown first", severity="error")
+            return
+        if not self.armed:
+            self.armed = True
+            self._update()
+            self.notify(f"press Relaunch again to stop pid {self.session.pid} and start the edited command",
+                        severity="warning")
+            return
+        self.running = True
+        self._update()
+        self.run_relaunch(self.evaluation.command)
+
+    def _progress(self, step: str, detail: str = "") -> None:
+        """Called by ops.relaunch (possibly from a thread) for each step."""
+        def show() -> None:
+            box = self.query_one("#progress", Static)
+            self._steps = getattr(self, "_steps", Text())
+            self._steps.append(f"• {step}", "bold")
+            if detail:
+                self._steps.append(f"  {detail}", "dim")
+            self._steps.append("\n")
+            box.update(self._steps)
+
+        try:
+            self.app.call_from_thread(show)
+        except RuntimeError:
+            show()
+
+    @work(exclusive=True, group="relaunch")
+    async def run_relaunch(self, command: Any) -> None:
+        from spectui.ui.messages import RelaunchFinished
+        from spectui.ui.relaunch_model import result_log, run_ops_relaunch
+
+        try:
+            result = await run_ops_relaunch(self.session, command, progress=self._progress)
+        except Exception as exc:  # noqa: BLE001 - shown to the operator, one line
+            self.running = False
+            self._progress("failed", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            self.notify(f"relaunch failed: {exc}", severity="error", timeout=10)
+            self._update()
+            return
+        self.running = False
+        self.result = result
+        healthy = bool(getattr(result, "healthy", False))
+        rolled = bool(getattr(result, "rolled_back", False))
+        log = result_log(result)
+        self._progress("healthy" if healthy else ("rolled back to the previous command" if rolled else "failed"),
+                       f"now following {log}" if log else str(getattr(result, "message", "")))
+        if log:
+            self.app.dashboard.post_message(  # type: ignore[attr-defined]
+                RelaunchFinished(result, log_path=log, launch=command if healthy else self.original,
+                                 healthy=healthy))
+        if healthy:
+            self.notify("relaunched: following the new log", timeout=6)
+            self.dismiss()
+        else:
+            self.notify("relaunch failed" + (": the previous command runs again" if rolled else ""),
+                        severity="error", timeout=10)
+            self._update()
+
+    def shlex_preview(self) -> str:
+        return shlex.join(self.evaluation.command.argv) if self.evaluation.command else ""

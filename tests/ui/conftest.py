@@ -1,0 +1,41 @@
+"""Helpers for cockpit tests: an app replaying real corpus logs through the real pipeline, fixed clock."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from spectui.ui.app import SpectuiApp
+from spectui.ui.session import Session, read_recorded_log, replay_lines
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+
+def corpus_lines(name: str) -> list[str]:
+    return read_recorded_log(str(CORPUS / name))
+
+
+def replay_app(lines: list[str], *, label: str = "replay", launch=None, version=None, chunk: int = 0,
+               max_log_lines: int = 50_000, read_only: bool = False, rules=None) -> SpectuiApp:
+    session = Session(label=label, log_path="recorded.log", tail_factory=replay_lines(lines, chunk=chunk),
+                      replay=True, probe_gpus=False, launch=launch, sglang_version=version,
+                      read_only=read_only)
+    return SpectuiApp(session, clock=lambda: 1000.0, rules=rules, max_log_lines=max_log_lines)
+
+
+async def settle(pilot, app: SpectuiApp) -> None:
+    """Wait until the replay has been read and every pending line flushed into the widgets."""
+    dash = app.dashboard
+    for _ in range(200):
+        await pilot.pause()
+        if dash.tail_done and not dash._pending and dash.last_update is not None:
+            break
+        await asyncio.sleep(0.01)
+    await pilot.pause()
+
+
+@pytest.fixture
+def seed_lines() -> list[str]:
+    return corpus_lines("051-specforge-qwen25-7b-eagle3-accept-len-2.log")
