@@ -126,6 +126,14 @@ async def discover(host: Host) -> list[ServerProcess]:
     return parse_proc_dump(res.stdout, marker)
 
 
+class SeveralServers(DiscoveryError):
+    """More than one server and no --pid: `servers` lets a command list them."""
+
+    def __init__(self, message: str, servers: list[ServerProcess]) -> None:
+        super().__init__(message)
+        self.servers = servers
+
+
 def describe(proc: ServerProcess) -> str:
     """One line for a listing: pid, port, log, command."""
     cmd = shlex.join(proc.argv)
@@ -150,6 +158,6 @@ async def pick_server(host: Host, pid: int | None = None) -> ServerProcess:
         raise DiscoveryError(f"no SGLang server found on {host.name}; give the log path as "
                              f"{host.name}:/path/to/log, or start the server")
     if len(servers) > 1:
-        listing = "; ".join(describe(p) for p in servers)
-        raise DiscoveryError(f"{len(servers)} SGLang servers on {host.name}, pick one with --pid: {listing}")
+        raise SeveralServers(f"{len(servers)} SGLang servers on {host.name}; pick one with --pid "
+                             f"({', '.join(str(p.pid) for p in servers)})", servers)
     return servers[0]

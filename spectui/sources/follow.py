@@ -1,7 +1,7 @@
 """follow(): LogTail + Pipeline -> the watch events of CONTRACTS.md as dicts (watch, demo --headless, TUI).
 
 Events: `line` (with raw=True: every log line exactly once), `decode`, `phase`, `diagnosis`,
-`connection` (only when the state changes; `detail` says why). `n` is the line number in the file being
+`connection` (when the state or its `detail` changes: connected, rotated, file missing, reconnecting). `n` is the line number in the file being
 followed (it restarts at 1 when the log is rotated, as in the new file).
 """
 
@@ -42,14 +42,14 @@ class EventBuilder:
     def __init__(self, pipeline: Pipeline, *, raw: bool = False) -> None:
         self.pipeline = pipeline
         self.raw = raw
-        self.state: ConnState | None = None
+        self.state: tuple[ConnState, str] | None = None
         self._pipe_next: int | None = None  # pipeline's number for the next line fed
         self._delta = 0  # file line number - pipeline line number
 
     def on_state(self, ev: TailState) -> list[dict[str, Any]]:
-        if ev.state is self.state:
-            return []
-        self.state = ev.state
+        if (ev.state, ev.detail) == self.state:
+            return []  # a retry that changed nothing (e.g. the log file is still missing)
+        self.state = (ev.state, ev.detail)
         return [{"type": "connection", "state": ev.state.value, "detail": ev.detail}]
 
     def on_lines(self, ev: TailLines) -> list[dict[str, Any]]:

@@ -96,8 +96,11 @@ class LogTail:
         try:
             size = await f.size()
             self._partial = b""
+            announced = False
             if self.inode is None:
                 self.inode = st.inode
+                yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
+                announced = True
                 if not self.from_start:
                     async for ev in self._backfill(f, size):
                         yield ev
@@ -111,7 +114,8 @@ class LogTail:
                 yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
                                 rotated=True)
             notifier = await self.host.notifier(self.path)
-            yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
+            if not announced:
+                yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
             # A notifier starts watching a moment after it starts: check once soon, in case a
             # rotation fell into that gap, then every `identity_check` seconds or on a hint.
             last_check = time.monotonic() - self.identity_check + min(1.0, self.identity_check)

@@ -1,0 +1,44 @@
+"""`spectui watch TARGET [--jsonl] [--raw] [--from-start] [--duration S]`: headless live follow."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spectui.cli import add_ssh_options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="TARGET",
+                        help="local | [user@]host[:port] | [user@]host[:port]:/path/to/log | /path/to/log | -")
+    parser.add_argument("--jsonl", action="store_true", help="one JSON event a line, flushed as it happens")
+    parser.add_argument("--raw", action="store_true", help="also print every log line (type line)")
+    parser.add_argument("--from-start", action="store_true", help="read the log from its first line")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--pid", type=int, help="which SGLang server, when the host runs several")
+    parser.add_argument("--backfill", type=int, default=50, metavar="N",
+                        help="lines of context read on attach (default 50; ignored with --from-start)")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.commands.watchrun import watch_main
+    from spectui.errors import SpectuiError
+
+    if args.duration is not None and args.duration <= 0:
+        print("spectui watch: error: --duration must be > 0 seconds", file=sys.stderr)
+        return 2
+    if args.backfill < 0:
+        print("spectui watch: error: --backfill must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(watch_main(args))
+    except SpectuiError as exc:
+        print(f"spectui watch: {exc}", file=sys.stderr)
+        for proc in getattr(exc, "servers", ()):  # several servers: list them, one a line
+            from spectui.sources.discover import describe
+
+            print(f"  {describe(proc)}", file=sys.stderr)
+        return exc.exit_code

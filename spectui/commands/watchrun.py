@@ -1,0 +1,144 @@
+"""The work behind `spectui watch`: connect, find the log, follow it, print events (JSONL or human)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
+from spectui.sources.base import ConnState, TailLines
+from spectui.sources.follow import EventBuilder, follow, make_engine
+from spectui.sources.target import Target, open_host, parse_target
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")  # log text is data: no terminal escapes
+BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+
+
+class Printer:
+    """Writes events: JSON lines, or a plain human form (never markup, control characters stripped)."""
+
+    def __init__(self, *, jsonl: bool, out: IO[str] | None = None) -> None:
+        self.jsonl = jsonl
+        self.out = out or sys.stdout
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        text = json.dumps(ev, ensure_ascii=False) if self.jsonl else human(ev)
+        if text is not None:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub("?", text)
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def human(ev: dict[str, Any]) -> str | None:
+    kind = ev.get("type")
+    if kind == "line":
+        return f"{ev['n']:>7} | {_clean(ev['text'])}"
+    if kind == "decode":
+        return (f"decode  line {ev['n']}: accept_len {_num(ev['accept_len'], '.2f')}  "
+                f"gen {_num(ev['gen_tokens_per_s'], '.1f')} tok/s  running {_num(ev['running_req'], 'd')}  "
+                f"queue {_num(ev['queue_req'], 'd')}")
+    if kind == "phase":
+        return f"phase   {ev['phase']}"
+    if kind == "diagnosis":
+        fix = ev.get("fix") or {}
+        patch = " ".join([f"{k} {v}" for k, v in (fix.get("set") or {}).items()] +
+                         [f"unset {k}" for k in fix.get("unset") or []])
+        return (f"{str(ev.get('severity', '')).upper():7} {ev.get('rule')}: {_clean(str(ev.get('title', '')))}"
+                + (f"  [fix: {_clean(patch)}]" if patch else ""))
+    if kind == "connection":
+        detail = f" ({_clean(ev['detail'])})" if ev.get("detail") else ""
+        return f"conn    {ev['state']}{detail}"
+    return None
+
+
+async def _connect(host: Any, emit: Printer) -> None:
+    """Connect, retrying while the host is unreachable; key and permission problems end the watch."""
+    attempt = 0
+    while True:
+        try:
+            await host.connect()
+            return
+        except (HostKeyError, AuthError):
+            raise
+        except ConnectError as exc:
+            emit({"type": "connection", "state": ConnState.RECONNECTING.value if attempt < 6 else "lost",
+                  "detail": f"{exc} (retrying)"})
+            await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+            attempt += 1
+
+
+async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dict[str, Any]]:
+    host = open_host(target, args, read_only=True)
+    try:
+        if target.is_remote:
+            await _connect(host, emit)
+        argv: tuple[str, ...] | None = None
+        path = target.path
+        if path is None:
+            from spectui.sources.discover import pick_server
+
+            proc = await pick_server(host, args.pid)
+            if proc.log_path is None:
+                raise DiscoveryError(f"server pid {proc.pid} on {host.name} does not log to a file (its output "
+                                     f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")
+            path, argv = proc.log_path, proc.argv
+        engine = make_engine(argv)
+        async for ev in follow(host, path, from_start=args.from_start, backfill_lines=args.backfill,
+                               raw=args.raw, engine=engine):
+            yield ev
+    finally:
+        await host.close()
+
+
+def _stdin_events(args: Any, emit: Printer) -> int:
+    """`watch -`: the same events for a stream on stdin, until it ends."""
+    builder = EventBuilder(_pipeline(make_engine()), raw=args.raw)
+    n = 1
+    for raw_line in sys.stdin.buffer:
+        text = raw_line.rstrip(b"\n").removesuffix(b"\r").decode(errors="replace")
+        for ev in builder.on_lines(TailLines((text,), n, 0)):
+            emit(ev)
+        n += 1
+    for ev in builder.finish():
+        emit(ev)
+    return 0
+
+
+def _pipeline(engine: Any) -> Any:
+    from spectui.core.pipeline import Pipeline
+
+    return Pipeline(engine=engine)
+
+
+async def watch_main(args: Any) -> int:
+    target = parse_target(args.target)
+    emit = Printer(jsonl=args.jsonl)
+    if target.kind == "stdin":
+        return _stdin_events(args, emit)
+
+    async def pump() -> None:
+        async for ev in _events(args, target, emit):
+            emit(ev)
+
+    task = asyncio.ensure_future(pump())
+    try:
+        await asyncio.wait_for(asyncio.shield(task), args.duration)
+    except TimeoutError:
+        pass  # --duration reached: a normal end
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return 0
