@@ -91,8 +91,7 @@ class SimApp:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((self.host, self.port))
-            sock.listen(128)
+            sock.bind((self.host, self.port))  # asyncio listens when uvicorn "starts": refused until then
         except OSError as exc:
             sock.close()
             self.out.log(self.fmt.uvicorn(f"[Errno {exc.errno}] error while attempting to bind on address "

@@ -80,7 +80,7 @@ class LogFormat:
 
     @property
     def _trailing(self) -> str:
-        return ", " if self.v <= (0, 5, 8) else ""
+        return ", " if (0, 4, 10) <= self.v <= (0, 5, 8) else ""
 
     def decode(self, *, counter: int, running: int, tokens: int, usage: float, accept_len: float | None,
                steps: int | None, draft_tokens: int | None, graph: bool, gen_tps: float, queue: int) -> str:
@@ -98,7 +98,7 @@ class LogFormat:
         head = (f"{self._batch_head('Prefill', counter)}#new-seq: {new_seq}, #new-token: {new_token}, "
                 f"#cached-token: {cached}, token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}")
         if self.v <= (0, 5, 8):
-            return head + ", "
+            return head + self._trailing
         if self.v[:3] == (0, 5, 9):
             return f"{head}, input throughput (token/s): {input_tps:.2f}, cuda graph: {graph}"
         if self.v <= (0, 5, 11):

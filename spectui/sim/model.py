@@ -8,16 +8,18 @@ nor than its node budget (num_draft_tokens - 1); nodes left over after the depth
 rescue a level whose top-1 candidate missed: alpha_eff = alpha + (1 - alpha) * 0.3 * share, with share =
 the fraction of levels that got a sibling. So trees are "a bit better than the chain", never deeper.
 
-Cost (SPECDEC §1.4), in units of T1 = one target decode step at batch 1 = 1 / baseline_tps:
-    T_base(B)   = 1 + 0.015 (B - 1)                                    plain decode, memory-bound
-    T_verify(B) = max(T_base(B) + 0.01 B (ndt - 1),  B ndt / 256)      verify width; compute-bound past 256 tokens
-    T_round(B)  = T_verify(B) + num_steps * c * (1 + 0.1 (topk - 1)) + OVERHEAD
-with c = 0.15 (draft forward per step; SGLang runs num_steps - 1 draft forwards + 1 draft-extend) and
-OVERHEAD = 1.0: the fixed per-round cost of the non-overlapped spec loop (tree build, verify bookkeeping,
-sampling) on a large MoE target. These two constants are fitted to the seed incident (Kimi-K2.5, bs 1,
+Cost (SPECDEC §1.4), in units of T1 = one target decode step at batch 1 = 1 / baseline_tps. A forward
+pass over B sequences of n tokens each reads the weights and the KV cache (memory) and computes B*n tokens:
+    m(B)        = 1 + 0.015 (B - 1)                                   memory part (weights + per-sequence KV)
+    fwd(B, n)   = m(B) + (B n - 1) / 256                              plain decode is fwd(B, 1); fwd(1, 1) = 1
+    T_round(B)  = fwd(B, ndt) + (num_steps c (1 + 0.1 (topk - 1)) + OVERHEAD) m(B)
+with c = 0.15 (a draft forward per step; SGLang runs num_steps - 1 draft forwards + 1 draft-extend) and
+OVERHEAD = 1.0: the per-round cost of the non-overlapped spec loop (tree build, verify bookkeeping,
+sampling) on a large MoE target. The two constants are fitted to the seed incident (Kimi-K2.5, bs 1,
 baseline 90 tok/s, alpha 0.8): steps 1 / topk 1 (draft tokens forced to 2) gives L = 1.8 and
-90 * 1.8 / 2.16 = 75 tok/s, below the baseline (the seed measured 56.8 at L ~1.6); steps 15 gives L = 4.86
-and 90 * 4.86 / 4.40 = 99 tok/s, above it. Without speculation a round is T_base(B) and commits 1 token.
+90 * 1.8 / 2.15 = 75 tok/s, below the baseline (the seed measured 56.8 at L ~1.6); steps 15 gives L = 4.86
+and 90 * 4.86 / 4.31 = 101 tok/s, above it. The verify width (B * ndt tokens) makes the gain shrink as the
+batch grows, as SPECDEC §1.4 describes. Without speculation a round is fwd(B, 1) and commits 1 token.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from dataclasses import dataclass
 
 DRAFT_COST = 0.15  # c: one draft forward, in target decode steps
 ROUND_OVERHEAD = 1.0  # fixed cost of one spec round, in target decode steps
-VERIFY_COST_PER_TOKEN = 0.01  # extra verify cost per additional token per request while memory-bound
 BATCH_COST = 0.015  # extra decode cost per additional request while memory-bound
-COMPUTE_BOUND_TOKENS = 256  # tokens per forward where the target stops being memory-bound
+COMPUTE_BOUND_TOKENS = 256  # tokens one forward computes in the time of one memory-bound step
 TREE_SIBLING_RESCUE = 0.3  # probability a sibling rescues a level whose top-1 candidate missed
 
 
@@ -84,13 +85,12 @@ class DecodeModel:
     def round_s(self, batch: int) -> float:
         """Wall time of one decode round (spec: draft + verify) at this batch size, simulated seconds."""
         b = max(1, batch)
-        base = 1 + BATCH_COST * (b - 1)
+        memory = 1 + BATCH_COST * (b - 1)
         if self.spec is None:
-            return base * self.step_s
-        ndt = self.spec.draft_tokens
-        verify = max(base + VERIFY_COST_PER_TOKEN * b * (ndt - 1), b * ndt / COMPUTE_BOUND_TOKENS)
+            return (memory + (b - 1) / COMPUTE_BOUND_TOKENS) * self.step_s
+        verify = memory + (b * self.spec.draft_tokens - 1) / COMPUTE_BOUND_TOKENS
         draft = self.spec.num_steps * DRAFT_COST * (1 + 0.1 * (self.spec.topk - 1))
-        return (verify + draft + ROUND_OVERHEAD) * self.step_s
+        return (verify + (draft + ROUND_OVERHEAD) * memory) * self.step_s
 
     def expected_tps(self, batch: int = 1) -> float:
         """Server decode tokens/s at this batch size (what the Decode line's gen throughput averages to)."""
