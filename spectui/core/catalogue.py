@@ -126,7 +126,11 @@ class _HelpRequested(argparse.Action):
         super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, help="show help")
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        namespace.__dict__["__help__"] = True
+        raise _Help  # argparse prints help and exits here, before checking required flags
+
+
+class _Help(Exception):
+    pass
 
 
 class _Deprecated(argparse.Action):
@@ -211,9 +215,12 @@ class FlagCatalogue:
     def parse_args(self, args: Sequence[str], prog: str = "launch_server.py") -> ParsedArgs:
         """Parse like SGLang's argparse; raises ArgparseFailure with argparse's exact message."""
         parser = self._parser(prog)
-        ns = parser.parse_args(list(args))
+        try:
+            ns = parser.parse_args(list(args))
+        except _Help:
+            return ParsedArgs(given={}, defaults=self.defaults(), help_requested=True)
         given = dict(vars(ns))
-        help_requested = bool(given.pop("__help__", False))
+        help_requested = False
         warnings = tuple(given.pop("__warnings__", ()))
         typed = _typed_flags(self, args, given)
         return ParsedArgs(given=given, defaults=self.defaults(), typed=typed,
@@ -304,7 +311,8 @@ def load_catalogue(version: str) -> FlagCatalogue:
     return FlagCatalogue(version, specs)
 
 
-_HELP_OPT = re.compile(r"^\s{0,8}(-[-\w]+(?:\s+[A-Z_{][^\s,]*)?(?:,\s*-[-\w]+(?:\s+[A-Z_{][^\s,]*)?)*)")
+_METAVAR = r"(?: (?:[A-Z][A-Z0-9_]*|\{[^}\s]*\})(?: \[[A-Z][A-Z0-9_]* \.\.\.\])?)?"
+_HELP_OPT = re.compile(rf"^\s{{0,8}}(-[-\w]+{_METAVAR}(?:, -[-\w]+{_METAVAR})*)")
 _CHOICES = re.compile(r"^\{([^}]*)\}")
 
 
@@ -323,20 +331,19 @@ def catalogue_from_help(text: str, version: str) -> FlagCatalogue:
             continue
         flags: list[str] = []
         metavar: str | None = None
-        for part in m.group(1).split(","):
+        plus = False
+        for part in m.group(1).split(", "):
             bits = part.split()
             if bits and bits[0].startswith("--"):
                 flags.append(bits[0])
                 if len(bits) > 1:
                     metavar = bits[1]
+                    plus = len(bits) > 2
         flags = [f for f in flags if f not in seen and f != "--help"]
         if not flags:
             continue
         seen.update(flags)
-        rest = line[m.end():]
-        nargs: int | str | None = 0 if metavar is None else None
-        if metavar is not None and rest.lstrip().startswith("[") and "..." in rest.split("  ")[0]:
-            nargs = "+"
+        nargs: int | str | None = 0 if metavar is None else ("+" if plus else None)
         choices = None
         if metavar is not None and (cm := _CHOICES.match(metavar)):
             choices = tuple(cm.group(1).split(","))

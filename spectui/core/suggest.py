@@ -64,6 +64,8 @@ def suggest_flags(flag: str, options: Sequence[str], prefix_hits: Sequence[str] 
             if c in known and c not in out:
                 out.append(c)
 
+    if len(prefix_hits) > 1:
+        add(prefix_hits)
     add(FOREIGN_FLAGS.get(name, ()))
     dashed = "--" + name.lstrip("-").replace("_", "-")
     if dashed != name:
@@ -71,8 +73,6 @@ def suggest_flags(flag: str, options: Sequence[str], prefix_hits: Sequence[str] 
         add(FOREIGN_FLAGS.get(dashed, ()))
     if out:
         return out
-    if len(prefix_hits) > 1:
-        add(prefix_hits)
     # Word-level match: "--spec-algorithm" ~ "--speculative-algorithm".
     add(difflib.get_close_matches(dashed, list(options), n=3, cutoff=0.75))
     if not out:
