@@ -1,0 +1,95 @@
+"""`spectui demo --headless` end to end, as a user runs it: JSONL events, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+DEMO = [sys.executable, "-m", "spectui.cli", "demo", "--headless"]
+
+
+def _sim_pid(stderr: str) -> int:
+    m = re.search(r"\(pid (\d+)\)", stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_healthy_demo_for_a_duration(tmp_path: Path) -> None:
+    log = tmp_path / "demo.log"
+    res = subprocess.run([*DEMO, "--scenario", "healthy", "--duration", "6", "--time-scale", "20", "--log", str(log)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    events = _events(res.stdout)
+    assert events[0] == {"type": "connection", "state": "connected"}
+    assert {"type": "phase", "phase": "serving"} in events
+    decodes = [e for e in events if e["type"] == "decode"]
+    assert decodes, res.stdout
+    assert set(decodes[0]) == {"type", "n", "accept_len", "gen_tokens_per_s", "running_req", "queue_req"}
+    mean = sum(e["accept_len"] for e in decodes) / len(decodes)
+    assert 2.5 < mean < 3.4  # EAGLE-3 chain of 3 at alpha 0.8
+    assert not any(e["type"] == "diagnosis" and e["severity"] == "error" for e in events)
+    assert _group_gone(_sim_pid(res.stderr))  # --duration stopped the simulator's whole group
+    assert "The server is fired up and ready to roll!" in log.read_text()
+
+
+def test_ctrl_c_stops_the_simulator_too(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*DEMO, "--scenario", "silent-override", "--time-scale", "20",
+                             "--log", str(tmp_path / "demo.log")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # wait until it is really serving
+            if json.loads(line)["type"] == "decode":
+                break
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.stderr is not None
+    pid = _sim_pid(proc.stderr.read())
+    deadline = time.monotonic() + 5
+    while not _group_gone(pid):
+        assert time.monotonic() < deadline, "the simulator outlived the demo"
+        time.sleep(0.05)
+    assert "INFO:     Shutting down" in (tmp_path / "demo.log").read_text()  # SIGTERM, not SIGKILL
+
+
+@pytest.mark.parametrize(("scenario", "exc_type"), [("bad-flag", "ArgparseError"), ("missing-steps", None)])
+def test_failing_launch_ends_the_demo_by_itself(tmp_path: Path, scenario: str, exc_type: str | None) -> None:
+    res = subprocess.run([*DEMO, "--scenario", scenario, "--log", str(tmp_path / "demo.log")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    events = _events(res.stdout)
+    assert {"type": "phase", "phase": "crashed"} in events
+    assert not any(e["type"] == "decode" for e in events)
+    assert _group_gone(_sim_pid(res.stderr))
+
+
+def test_demo_lists_scenarios_and_rejects_bad_input() -> None:
+    res = subprocess.run([*DEMO[:-1], "--list"], capture_output=True, text=True, timeout=30)
+    names = [line.split()[0] for line in res.stdout.splitlines()]
+    assert {"healthy", "silent-override", "missing-steps", "bad-flag", "layer-mismatch", "oom"} <= set(names)
+    res = subprocess.run([*DEMO, "--duration", "0"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and res.stderr.strip() == "spectui demo: error: --duration must be > 0 seconds"
