@@ -231,6 +231,9 @@ class _Ctx:
             st["speculative_eagle_topk"] = 1
             return
         if allowed is None:
+            if topk is None:
+                self.assumptions.append("topk unset with num_steps set: this release does not check it while "
+                                        "resolving; start-up fails later on the None")
             return
         if topk is None:
             self.raise_("TypeError", R.TYPEERROR_NONE_GT_INT)
