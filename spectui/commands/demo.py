@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         print("spectui demo: error: --time-scale must be > 0", file=sys.stderr)
         return 2
     if not args.headless:
-        print("spectui demo: the cockpit is not in this build yet; running headless (JSONL events)", file=sys.stderr)
+        from spectui.commands.connect import run_demo
+
+        return run_demo(args)
     from spectui.commands.demorun import DemoRun
 
     demo = DemoRun(SCENARIOS[args.scenario], version=args.sglang_version, time_scale=args.time_scale,

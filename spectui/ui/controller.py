@@ -59,7 +59,9 @@ class Cockpit:
         from spectui.core.resolve import resolve
 
         version, _ = pick_version(self.version)
-        res = resolve(list(self.launch.args), version)
+        from spectui.ops.plan import resolvable_args
+
+        res = resolve(list(resolvable_args(self.launch)), version)  # the simulator's --sim-* knobs are not SGLang's
         self.resolution = res
         self._requested = dict(res.requested)
         self._predicted = dict(res.effective) if res.effective else None

@@ -38,7 +38,7 @@ class Session:
     def open_tail(self, path: str) -> AsyncIterator[TailEvent]:
         if self.tail_factory is not None:
             return self.tail_factory(path)
-        from spectui.sources.follow import LogTail
+        from spectui.sources.tail import LogTail
 
         return LogTail(self.host, path).__aiter__()
 

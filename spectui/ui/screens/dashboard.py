@@ -171,6 +171,7 @@ class DashboardScreen(Screen):
         log.mark_kinds(log.last_line_no, log.last_line_no, "milestone")
         self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no)
         self.log_path = path
+        self._update_log_title()
         self.follow(path)
 
     # ---- header / gpus -----------------------------------------------------------------------------

@@ -1,0 +1,159 @@
+"""`spectui connect TARGET`: find the SGLang server (or take --log), then open the cockpit on it.
+
+Everything asynchronous (SSH connection, discovery, the app itself) runs in one event loop, because an
+asyncssh connection belongs to the loop that made it. Module-level imports stay light (argparse/stdlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.cli import add_ssh_options
+
+    parser.add_argument("target", metavar="TARGET",
+                        help="local, [user@]host[:port], [user@]host[:port]:/path/to/log, or /path/to/log")
+    parser.add_argument("--log", metavar="PATH", help="the server's log file on that host (default: discovered)")
+    parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
+    parser.add_argument("--server-port", type=int, metavar="N", help="the server's HTTP port (default: discovered)")
+    parser.add_argument("--read-only", action="store_true", help="watch only: relaunch is disabled")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.errors import SpectuiError
+
+    try:
+        return asyncio.run(_main(args))
+    except SpectuiError as exc:
+        print(f"spectui connect: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+async def build_session(args: argparse.Namespace) -> Any:
+    """Connect, discover the server, pick the log: a ui Session. Raises SpectuiError with one line."""
+    from spectui.errors import DiscoveryError, UsageError
+    from spectui.sources.target import open_host, parse_target
+    from spectui.ui.session import Session
+
+    target = parse_target(args.target)
+    if target.kind == "stdin":
+        raise UsageError("connect needs a host or a log file; to follow stdin use `spectui watch -`")
+    read_only = bool(args.read_only) or target.kind == "file"
+    host = open_host(target, args, read_only=read_only)
+    if hasattr(host, "connect"):
+        await host.connect()
+    log_path = args.log or target.path
+    server = launch = None
+    if target.kind != "file":
+        from spectui.sources.discover import pick_server
+
+        try:
+            server = await pick_server(host, args.pid)
+        except DiscoveryError:
+            if not log_path or args.pid is not None:
+                raise
+        if server is not None:
+            from spectui.errors import CommandParseError
+            from spectui.ops.plan import parse_server_argv
+
+            log_path = log_path or server.log_path
+            try:
+                launch = parse_server_argv(server.argv)
+            except CommandParseError:
+                launch = None  # shown as "launch command unknown"; relaunch is disabled
+    if not log_path:
+        raise DiscoveryError(f"pid {server.pid if server else '?'} on {host.name} does not write its log to a "
+                             f"file spectui can read; pass --log PATH")
+    if await host.stat(log_path) is None:
+        raise UsageError(f"no log file {log_path} on {host.name}; check the path (or pass --log PATH)")
+    label = host.name if target.kind != "file" else "local"
+    return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
+                   read_only=read_only, server_port=args.server_port or getattr(server, "port", None))
+
+
+async def _main(args: argparse.Namespace) -> int:
+    from spectui.ui.app import SpectuiApp
+
+    session = await build_session(args)
+    try:
+        app = SpectuiApp(session)
+        await app.run_async()
+        return app.return_code or 0
+    finally:
+        await session.host.close()
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """`spectui demo` with a screen: start the scenario's simulated server, open the cockpit on its log."""
+    import asyncio
+
+    from spectui.commands.demorun import DemoRun
+    from spectui.sim.scenarios import SCENARIOS
+
+    demo = DemoRun(SCENARIOS[args.scenario], version=args.sglang_version, time_scale=args.time_scale,
+                   duration=args.duration, log_path=args.log)
+    pids: list[int] = []
+    try:
+        return asyncio.run(_demo_main(demo, args, pids))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        demo.stop_sim()
+        for pid in pids:
+            _stop_relaunched_sim(pid)
+
+
+async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> int:
+    import asyncio
+
+    from spectui.ops.plan import parse_server_argv
+    from spectui.sources.local import LocalHost
+    from spectui.sources.tail import LogTail
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.session import Session
+
+    path = demo.start_sim()
+    host = LocalHost()
+    session = Session(
+        label=f"demo:{args.scenario}", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
+        sglang_version=args.sglang_version, current_pid=demo.proc.pid,
+        tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),
+    )
+    app = SpectuiApp(session)
+    loop = asyncio.get_running_loop()
+    if args.duration:
+        loop.call_later(args.duration, app.exit)
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGTERM):  # terminal closed / killed: still stop the simulator
+        loop.add_signal_handler(sig, app.exit)
+    try:
+        await app.run_async()
+    finally:
+        if session.current_pid not in (None, demo.proc.pid):
+            pids.append(session.current_pid)  # a server the cockpit relaunched: ours to stop
+    return app.return_code or 0
+
+
+def _stop_relaunched_sim(pid: int) -> None:
+    """SIGTERM the process group of a simulator this demo relaunched, after checking it is one."""
+    import contextlib
+    import os
+    import signal
+
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return  # already gone
+    if b"spectui.sim" not in argv:
+        return  # pid reused by something else: not ours
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:  # ops starts it with setsid: it leads its own group
+            os.killpg(pid, signal.SIGTERM)
