@@ -43,14 +43,22 @@ def program_of(argv: Sequence[str]) -> str | None:
     """"python -m sglang.launch_server" / "sglang serve" / "python -m spectui.sim", or None."""
     if not argv or argv[0].startswith("sglang::") or os.path.basename(argv[0]) in _CLIENTS:
         return None
-    for i, word in enumerate(argv[:-1]):
+    exe = os.path.basename(argv[0])
+    if exe == "sglang" and argv[1:2] == ["serve"]:
+        return "sglang serve"
+    if not exe.startswith("python"):
+        return None  # `bash -c "python -m sglang…"` is a wrapper: its python child is the server
+    for i, word in enumerate(argv[1:-1], start=1):
         if word == "-m" and argv[i + 1] in _MODULES:
-            return f"{os.path.basename(argv[0])} -m {argv[i + 1]}"
-    for i, word in enumerate(argv[:3]):
-        if os.path.basename(word) == "sglang" and i + 1 < len(argv) and argv[i + 1] == "serve":
+            return f"{exe} -m {argv[i + 1]}"
+        if word.startswith("-") and word not in ("-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-X", "-W"):
+            break  # `python -c …` and friends: whatever follows is not the interpreter's -m
+        if os.path.basename(word) == "sglang" and argv[i + 1] == "serve":
             return "sglang serve"
         if word.endswith("sglang/launch_server.py"):
-            return f"python {word}"
+            return f"{exe} {word}"
+        if not word.startswith("-") and argv[i - 1] not in ("-X", "-W"):
+            break  # the script: what follows are its own arguments
     return None
 
 

@@ -1,0 +1,124 @@
+"""`spectui watch` driven as a user runs it: a real process, real files, the simulator, a real sshd."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from procs import free_port, started, wait_for_text
+from sshd_harness import Sshd
+
+from spectui.sim.scenarios import SCENARIOS
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+# Real SGLang log, source: https://github.com/sgl-project/sglang/pull/6081 (file header)
+MTP_LOG = CORPUS / "003-mtp-dp-attention-accept-len.log"
+ACCEPT = re.compile(r"accept len: ([0-9.]+)")
+
+
+def spectui(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "spectui", *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def events(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def ssh_opts(sshd: Sshd, known_hosts: Path | None = None) -> list[str]:
+    return ["--ssh-config", "/dev/null", "-i", str(sshd.client_key),
+            "--known-hosts", str(known_hosts or sshd.known_hosts)]
+
+
+def test_watch_over_ssh_finds_the_simulator_and_prints_its_decode_lines(sshd: Sshd, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    argv = [sys.executable, "-m", "spectui.sim",
+            *SCENARIOS["healthy"].argv(host="127.0.0.1", port=free_port(), time_scale=30, traffic=8)]
+    with started(argv, log) as sim:
+        wait_for_text(log, "Decode batch")
+        res = spectui("watch", sshd.target, "--pid", str(sim.pid), "--jsonl", "--duration", "3", *ssh_opts(sshd))
+    assert res.returncode == 0, res.stderr
+    evs = events(res.stdout)
+    assert evs[0]["type"] == "connection" and evs[0]["state"] == "connected" and str(log) in evs[0]["detail"]
+    decodes = [e for e in evs if e["type"] == "decode"]
+    assert decodes, res.stdout[:500]
+    lines = log.read_text().splitlines()
+    for ev in decodes:  # each event points at its own line, and carries that line's accept len
+        line = lines[ev["n"] - 1]
+        assert "Decode batch" in line
+        assert ev["accept_len"] == float(ACCEPT.search(line).group(1))  # type: ignore[union-attr]
+    assert any(e["type"] == "phase" for e in evs)
+
+
+def test_raw_prints_every_line_once_while_the_log_grows(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(MTP_LOG.read_bytes())
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "watch", str(log), "--raw", "--jsonl", "--from-start",
+                             "--duration", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    assert first["type"] == "connection"
+    with open(log, "a") as f:
+        for i in range(500):
+            f.write(f"appended {i}\n")
+            if i % 100 == 0:
+                f.flush()
+                time.sleep(0.05)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    got = [e["text"] for e in events(out) if e["type"] == "line"]
+    assert got == log.read_text().splitlines()
+    nums = [e["n"] for e in events(out) if e["type"] == "line"]
+    assert nums == list(range(1, len(got) + 1))
+
+
+def test_stdin_gives_the_same_decode_events_as_the_file() -> None:
+    text = MTP_LOG.read_text()
+    res = spectui("watch", "-", "--jsonl", stdin=text)
+    assert res.returncode == 0, res.stderr
+    decodes = [e for e in events(res.stdout) if e["type"] == "decode"]
+    expected = [float(m.group(1)) for m in map(ACCEPT.search, text.splitlines()) if m]
+    assert [d["accept_len"] for d in decodes] == expected
+
+
+def test_human_output_strips_terminal_escapes(tmp_path: Path) -> None:
+    log = tmp_path / "evil.log"
+    log.write_text("plain\n\x1b]0;pwned\x07\x1b[31mred\n")
+    res = spectui("watch", str(log), "--raw", "--from-start", "--duration", "1")
+    assert res.returncode == 0
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "red" in res.stdout
+
+
+def test_unknown_host_key_wrong_key_and_bad_target_are_one_line_errors(sshd: Sshd, tmp_path: Path) -> None:
+    res = spectui("watch", sshd.target, *ssh_opts(sshd, tmp_path / "empty_known_hosts"))
+    assert res.returncode == 1
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "SHA256:" in res.stderr and "--accept-new-host-key" in res.stderr and "ssh-keyscan" in res.stderr
+    wrong = tmp_path / "wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    res = spectui("watch", sshd.target, "--ssh-config", "/dev/null", "-i", str(wrong),
+                  "--known-hosts", str(sshd.known_hosts))
+    assert res.returncode == 1 and "permission denied" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = spectui("watch", "a b")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_host_down_keeps_retrying_and_missing_log_says_so(tmp_path: Path) -> None:
+    res = spectui("watch", f"127.0.0.1:{free_port()}", "--jsonl", "--duration", "2", "--ssh-config", "/dev/null")
+    assert res.returncode == 0, res.stderr
+    evs = events(res.stdout)
+    assert len(evs) >= 2 and all(e["state"] == "reconnecting" and "refused" in e["detail"] for e in evs)
+    res = spectui("watch", str(tmp_path / "nope.log"), "--jsonl", "--duration", "1.5")
+    evs = events(res.stdout)
+    assert res.returncode == 0 and len(evs) == 1 and "missing" in evs[0]["detail"]
+
+
+def test_pid_that_is_not_sglang(tmp_path: Path) -> None:
+    with started(["sleep", "60"], tmp_path / "x.log") as proc:
+        res = spectui("watch", "local", "--pid", str(proc.pid))
+    assert res.returncode == 1 and "not an SGLang server" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
