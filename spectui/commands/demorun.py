@@ -14,14 +14,12 @@ import tempfile
 import time
 from typing import IO, Any
 
-from spectui.core.pipeline import Pipeline, PipelineUpdate
-from spectui.core.records import DecodeSample
 from spectui.sim.scenarios import Scenario
-from spectui.sources.base import TailLines, TailState
+from spectui.sources.follow import follow, make_engine
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail
 
-SETTLE_S = 0.6  # after the simulator exits, how long the log must stay still before the demo ends
+SETTLE_S = 1.2  # after the simulator exits: quiet time covering the follower's idle flush (0.5 s)
 GRACE_S = 5.0  # SIGTERM -> SIGKILL grace for the simulator
 
 
@@ -29,27 +27,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def rule_engine(flags: list[str], version: str | None) -> Any:
-    """The rule engine with the scenario's launch command, or None while the rules are not in this build."""
-    try:
-        from spectui.core.rules import RuleEngine, load_rules
-    except ImportError:
-        return None
-    rules, _errors = load_rules()
-    if not rules:
-        return None
-    from spectui.core.catalogue import pick_version
-    from spectui.core.resolve import resolve
-
-    ver = pick_version(version)[0]
-    launch = None
-    with contextlib.suppress(ImportError, ValueError):
-        from spectui.core.launch import parse_command
-
-        launch = parse_command(["python", "-m", "sglang.launch_server", *flags])
-    return RuleEngine(rules, launch=launch, resolution=resolve(flags, ver), version=ver)
 
 
 class DemoRun:
@@ -63,18 +40,6 @@ class DemoRun:
     def _emit(self, event: dict[str, Any]) -> None:
         self.out.write(json.dumps(event) + "\n")
         self.out.flush()
-
-    def _emit_update(self, update: PipelineUpdate) -> None:
-        for rec in update.records:
-            if type(rec) is DecodeSample:
-                self._emit({"type": "decode", "n": rec.line, "accept_len": rec.accept_len,
-                            "gen_tokens_per_s": rec.gen_tokens_per_s, "running_req": rec.running_req,
-                            "queue_req": rec.queue_req})
-        if update.phase_changed:
-            self._emit({"type": "phase", "phase": update.snapshot.phase.value})
-        for d in update.diagnoses:
-            to_json = getattr(d, "to_json", None)
-            self._emit({"type": "diagnosis", **(to_json() if to_json else d)})
 
     def start_sim(self) -> str:
         if self.log_path is None:
@@ -112,25 +77,25 @@ class DemoRun:
                 os.killpg(proc.pid, signal.SIGKILL)
 
     async def run(self) -> int:
+        from spectui.core.catalogue import pick_version
+
         path = self.start_sim()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        pipe = Pipeline(engine=rule_engine(list(self.scenario.flags), self.version))
+        flags = list(self.scenario.flags)
+        engine = make_engine(["python", "-m", "sglang.launch_server", *flags], version=pick_version(self.version)[0])
         tail = LogTail(LocalHost(read_only=True), path, from_start=True)
-        last_data = time.monotonic()
+        last_event = time.monotonic()
 
-        async def follow() -> None:
-            nonlocal last_data
-            async for ev in tail:
-                if isinstance(ev, TailLines):
-                    last_data = time.monotonic()
-                    self._emit_update(pipe.feed_lines(ev.lines))
-                elif isinstance(ev, TailState):
-                    self._emit({"type": "connection", "state": ev.state.value})
+        async def pump() -> None:
+            nonlocal last_event
+            async for ev in follow(tail.host, path, engine=engine, tail=tail):
+                last_event = time.monotonic()
+                self._emit(ev)
 
-        task = asyncio.create_task(follow())
+        task = asyncio.create_task(pump())
         started = time.monotonic()
         try:
             while not stop.is_set() and not task.done():
@@ -138,10 +103,10 @@ class DemoRun:
                 if self.duration is not None and now - started >= self.duration:
                     break
                 exited = self.proc is not None and self.proc.poll() is not None
-                if exited and now - last_data >= SETTLE_S and tail.offset >= os.path.getsize(path):
+                # After the simulator is gone: end once the tail has read everything and the follower's
+                # idle flush (a traceback waiting for its end) has had time to run.
+                if exited and tail.offset >= os.path.getsize(path) and now - last_event >= SETTLE_S:
                     break
-                if now - last_data >= 0.5:
-                    self._emit_update(pipe.flush())  # a traceback waiting for its end gets emitted when idle
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 0.1)
         finally:
@@ -149,5 +114,7 @@ class DemoRun:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
             self.stop_sim()
-        self._emit_update(pipe.finish())
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            print(f"spectui demo: following the log failed: {task.exception()}", file=sys.stderr)
+            return 1
         return 0
