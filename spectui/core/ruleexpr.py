@@ -2,7 +2,7 @@
 
 Grammar: numbers, 'strings', true/false/none, dotted names from a fixed vocabulary, + - * / (also × ÷),
 comparisons (== != < <= > >=), and/or/not, parentheses, and the functions min, max, round, int, float,
-contains(text, part), defined(x) (false when x has no value) and if(cond, a, b) (an undefined cond
+contains(text, part), upper(text), defined(x) (false when x has no value) and if(cond, a, b) (an undefined cond
 counts as false; only the branch taken is evaluated). Names are checked when a rule loads; at run time a name with no value makes the
 whole expression undefined (a condition is then false, a fix value is not offered).
 """
@@ -22,7 +22,7 @@ _TOKEN = re.compile(
 _KEYWORDS = {"and", "or", "not", "true", "false", "none"}
 FUNCTIONS: dict[str, tuple[int, int]] = {  # name -> (min args, max args)
     "min": (1, 8), "max": (1, 8), "round": (1, 2), "int": (1, 1), "float": (1, 1), "contains": (2, 2),
-    "defined": (1, 1), "if": (3, 3),
+    "defined": (1, 1), "if": (3, 3), "upper": (1, 1),
 }
 
 
@@ -239,7 +239,10 @@ def _eval(ast: tuple[Any, ...], env: Callable[[str], Any]) -> Any:
             raise TypeError("cannot order a string and a number")
         return _CMP[ast[1]](left, right)
     if tag == "bin":
-        a, b = _num(_eval(ast[2], env)), _num(_eval(ast[3], env))
+        left, right = _eval(ast[2], env), _eval(ast[3], env)
+        if ast[1] == "+" and isinstance(left, str) and isinstance(right, str):
+            return left + right
+        a, b = _num(left), _num(right)
         op = ast[1]
         if op == "+":
             return a + b
@@ -270,6 +273,8 @@ def _eval(ast: tuple[Any, ...], env: Callable[[str], Any]) -> Any:
 def _call(name: str, args: list[Any]) -> Any:
     if name == "contains":
         return str(args[1]) in str(args[0])
+    if name == "upper":
+        return str(args[0]).upper()
     if name == "int":
         return int(float(args[0]))
     if name == "float":
