@@ -1,0 +1,63 @@
+"""The relaunch flow end to end against the simulator: seed incident -> fix -> confirm -> new server followed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+from spectui.commands.demorun import DemoRun
+from spectui.ops.plan import parse_server_argv
+from spectui.sim.scenarios import SCENARIOS
+from spectui.sources.local import LocalHost
+from spectui.sources.tail import LogTail
+from spectui.ui.app import SpectuiApp
+from spectui.ui.session import Session
+from spectui.ui.widgets.diagnoses import DiagnosesPanel
+
+
+async def wait_for(predicate, pilot, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "timed out waiting for the cockpit"
+        await pilot.pause(0.1)
+
+
+async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # relaunch history goes here
+    demo = DemoRun(SCENARIOS["silent-override"], version=None, time_scale=40.0, duration=None,
+                   log_path=str(tmp_path / "server.log"))
+    path = demo.start_sim()
+    host = LocalHost()
+    session = Session(label="demo", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
+                      current_pid=demo.proc.pid, probe_gpus=False,
+                      tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__())
+    app = SpectuiApp(session)
+    new_pid = None
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            dash = app.dashboard
+            panel = dash.query_one(DiagnosesPanel)
+            await wait_for(lambda: any(d.fix is not None for d in panel.diagnoses), pilot)
+            await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
+            before = dash.last_update.snapshot.accept_len.mean
+            assert before is not None and before <= 2.0  # ceiling is steps + 1 = 2
+            panel.highlighted = next(i for i, d in enumerate(panel.diagnoses) if d.fix is not None)
+            await pilot.press("d", "f")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "ctrl+s")  # arm, confirm
+            await wait_for(lambda: session.current_pid != demo.proc.pid, pilot, timeout=120)
+            new_pid = session.current_pid
+            assert dash.log_path != path  # following the new log
+            await wait_for(lambda: dash.last_update.snapshot.samples > 2
+                           and (dash.last_update.snapshot.accept_len.mean or 0) > 2.5, pilot, timeout=120)
+            assert len(dash.last_update.history.accept_len) == 2  # plot keeps the old launch behind a boundary
+            await pilot.press("q")
+    finally:
+        demo.stop_sim()
+        if new_pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if os.getpgid(new_pid) == new_pid:
+                    os.killpg(new_pid, signal.SIGTERM)
