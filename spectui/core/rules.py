@@ -71,6 +71,12 @@ class _Hit:
     first_line: int
     last_line: int
     captures: dict[str, Any]
+    # fallback rules only: (line, end, captures, rules that also matched the record) for recent records,
+    # so a record another rule explains is dropped at evaluation time
+    records: list[tuple[int, int, dict[str, Any], frozenset[str]]] = field(default_factory=list)
+
+
+_MAX_FALLBACK_RECORDS = 64
 
 
 @dataclass(slots=True)
@@ -188,12 +194,26 @@ class RuleEngine:
             self._config_dirty = False
         changed: list[Diagnosis] = []
         cache: dict[tuple[int, int, int], dict[str, Any] | None] = {}
-        for rule in todo.values():
+        # Specific rules first: a fallback rule then ignores records a raised specific rule explains.
+        for rule in sorted(todo.values(), key=lambda r: r.fallback):
             diag = self._evaluate(rule, cache)
+            if diag is None and rule.fallback:
+                self._current.pop(rule.id, None)
             if diag is not None and self._current.get(rule.id) != diag:
                 self._current[rule.id] = diag
                 changed.append(diag)
         return changed
+
+    def _effective_hits(self, rule: Rule) -> dict[int, _Hit]:
+        hits = self._hits.get(rule.id, {})
+        if not rule.fallback:
+            return hits
+        out: dict[int, _Hit] = {}
+        for key, hit in hits.items():
+            left = [r for r in hit.records if not (r[3] and any(i in self._current for i in r[3]))]
+            if left:
+                out[key] = _Hit(len(left), left[0][0], left[-1][1], left[-1][2])
+        return out
 
     def _milestone(self, record: Milestone) -> None:
         if record.kind == MilestoneKind.SERVER_ARGS:
@@ -222,17 +242,19 @@ class RuleEngine:
                 captures = match_log(clause, record, text)
                 if captures is not None:
                     found.append((rule, clause, captures))
-        if any(not rule.fallback for rule, _, _ in found):
-            found = [f for f in found if not f[0].fallback]
+        specific = frozenset(rule.id for rule, _, _ in found if not rule.fallback)
         end = getattr(record, "end_line", 0) or record.line
         for rule, clause, captures in found:
             hit = self._hits[rule.id].get(clause.key)
             if hit is None:
-                self._hits[rule.id][clause.key] = _Hit(1, record.line, end, captures)
+                hit = self._hits[rule.id][clause.key] = _Hit(1, record.line, end, captures)
             else:
                 hit.count += 1
                 hit.last_line = end
                 hit.captures = captures
+            if rule.fallback:
+                hit.records.append((record.line, end, captures, specific))
+                del hit.records[:-_MAX_FALLBACK_RECORDS]
             touched.add(rule.id)
 
     def _aggregates(self, clause: CMetric, cache: dict[tuple[int, int, int], dict[str, Any] | None]
@@ -248,7 +270,7 @@ class RuleEngine:
 
     def _evaluate(self, rule: Rule, cache: dict[tuple[int, int, int], dict[str, Any] | None]) -> Diagnosis | None:
         env = _Env(self._config)
-        hits = self._hits.get(rule.id, {})
+        hits = self._effective_hits(rule)
         for clause in rule.log_clauses:
             if clause.key in hits:
                 env.captures.update(hits[clause.key].captures)

@@ -190,3 +190,11 @@ def test_version_gated_rules(make_rule, version: str) -> None:
     engine = RuleEngine([rule], version=version)
     engine.feed([WarningEvent(line=1, ctx=CTX, text="hello x")])
     assert bool(engine.diagnoses) == (version == "0.5.4")
+
+
+def test_fallback_still_fires_when_the_specific_rule_does_not_hold(make_rule) -> None:
+    # OOM_RULE's clause matches the record, but the rule also needs a config that is not there.
+    gated = OOM_RULE.replace('contains = "out of memory"', 'contains = "out of memory"\n[[match]]\nkind = "config"\nwhen = "launch_known"')
+    engine = RuleEngine([make_rule(CRASH_RULE, "c.toml"), make_rule(gated, "o.toml")])
+    engine.feed([error(3, "RuntimeError", "CUDA error: out of memory")])
+    assert [d.rule for d in engine.diagnoses] == ["TEST002"]
