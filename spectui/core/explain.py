@@ -26,7 +26,8 @@ def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str
         if draft is not None and topk in (None, 1):
             hint = (f" For a chain of {draft} draft tokens: --speculative-num-steps {max(draft - 1, 1)} "
                     f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {draft}.")
-        return (f"SGLang's bare `assert` fired: {given or 'topk or draft tokens'} was given without "
+        verb = "were" if " and " in given else "was"
+        return (f"SGLang's bare `assert` fired: {given or 'topk or draft tokens'} {verb} given without "
                 "--speculative-num-steps, and SGLang only auto-chooses the three values when all three are "
                 f"unset. Fix: add --speculative-num-steps, or drop all three flags to get the defaults.{hint}")
     if type_ == "TypeError" and message == R.TYPEERROR_NONE_GT_INT:
@@ -189,3 +190,19 @@ def _value_after(args: Sequence[str], flag: str) -> str:
         if a.startswith(flag + "="):
             return a.split("=", 1)[1]
     return ""
+
+
+def error_fix(type_: str, message: str, requested: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """A flag patch that gets past this resolution error, when one is clear: (set, unset)."""
+    topk = requested.get("speculative_eagle_topk")
+    draft = requested.get("speculative_num_draft_tokens")
+    steps = requested.get("speculative_num_steps")
+    if type_ == "AssertionError" and message == "":
+        if topk in (None, 1) and isinstance(draft, int):
+            return {"--speculative-num-steps": str(max(draft - 1, 1)), "--speculative-eagle-topk": "1"}, []
+        return {}, ["--speculative-eagle-topk", "--speculative-num-draft-tokens"]
+    if type_ == "TypeError" and message == R.TYPEERROR_NONE_GT_INT and isinstance(steps, int):
+        return {"--speculative-eagle-topk": "1", "--speculative-num-draft-tokens": str(steps + 1)}, []
+    if "page_size" in message and "speculative_eagle_topk" in message:
+        return {"--page-size": "1"}, []
+    return {}, []

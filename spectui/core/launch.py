@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 _PY_OPTS_WITH_ARG = ("-X", "-W")
 _SHELLS = ("bash", "sh", "zsh", "dash")
+_VAR = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
 _SGLANG_HINT = re.compile(r"sglang[\w.]*launch_server|sglang\s+serve|launch_server\.py")
 
 
@@ -88,7 +89,9 @@ def parse_command(text: str | Sequence[str]) -> LaunchCommand:
     """Parse a pasted shell command or an argv list. Raises CommandParseError with a one-line message."""
     if not isinstance(text, str):
         words = list(text)
-        text = words[0] if len(words) == 1 else " ".join(quote(w) for w in words)
+        # Words arrive already split by the user's shell: a `$NAME` still in them was not expanded there,
+        # so it stays a live placeholder.
+        text = words[0] if len(words) == 1 else " ".join(quote(w, tuple(_VAR.findall(w))) for w in words)
     if not text.strip():
         raise CommandParseError("empty launch command; give the command that starts the SGLang server")
     return _parse_level(text, ())
