@@ -132,11 +132,11 @@ async def wait_gpu_released(host: Any, pids: Collection[int], timeout: float) ->
 
 
 async def read_cmdline(host: Any, pid: int) -> tuple[str, ...] | None:
-    """/proc/PID/cmdline as argv, or None when the process is gone."""
+    """/proc/PID/cmdline as argv, or None when the process is gone (a zombie's cmdline is empty)."""
     result = await host.run(hostcmds.cmdline_argv(pid), timeout=30)
-    if result.exit_status != 0:
+    if result.exit_status != 0 or not result.stdout:
         return None
-    return tuple(result.stdout.split("\0")[:-1]) if result.stdout else ()
+    return tuple(result.stdout.split("\0")[:-1])
 
 
 async def start_detached(host: Any, cwd: str, log: str, env: dict[str, str], argv: Sequence[str]) -> int:

@@ -1,0 +1,115 @@
+"""`spectui relaunch TARGET`: restart the SGLang server with edited flags (diff, verdict, confirm, rollback)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.cli import add_ssh_options
+
+    parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port]")
+    parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
+    parser.add_argument("--set", dest="sets", metavar="FLAG=VALUE", action="append", default=[],
+                        help="set a flag, written without dashes: --set speculative-num-steps=15 (repeatable)")
+    parser.add_argument("--unset", dest="unsets", metavar="FLAG", action="append", default=[],
+                        help="remove a flag: --unset speculative-num-draft-tokens (repeatable)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and the host commands; change nothing")
+    parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    parser.add_argument("--no-rollback", action="store_true", help="on failure, do not restore the previous command")
+    parser.add_argument("--force", action="store_true",
+                        help="launch even if the pre-flight says SGLang rejects the command")
+    parser.add_argument("--read-only", action="store_true", help="never change the host (prints the plan only)")
+    parser.add_argument("--health-timeout", type=float, default=900.0, metavar="S",
+                        help="seconds to wait for the new server to become healthy (default 900)")
+    parser.add_argument("--stop-timeout", type=float, default=30.0, metavar="S",
+                        help="seconds between SIGTERM and SIGKILL (default 30)")
+    parser.add_argument("--observe", type=float, default=0.0, metavar="S",
+                        help="after healthy, read the log S seconds more to record accept len and tok/s")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.errors import SpectuiError
+
+    try:
+        return asyncio.run(_run(args))
+    except SpectuiError as exc:
+        print(f"spectui relaunch: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from spectui.errors import UsageError
+    from spectui.ops.plan import Edits
+    from spectui.ops.procs import own_pgids
+    from spectui.ops.relaunch import RelaunchOptions, execute, prepare
+    from spectui.sources.target import open_host, parse_target
+
+    target = parse_target(args.target)
+    if target.kind not in ("local", "ssh"):
+        raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
+    edits = Edits.from_cli(args.sets, args.unsets)
+    for name in ("health_timeout", "stop_timeout", "observe"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+    host = open_host(target, args, read_only=args.read_only)
+    if target.kind == "ssh":
+        await host.connect()
+    try:
+        plan = await prepare(host, edits, pid=args.pid)
+        out = sys.stderr if args.json else sys.stdout
+        print(plan.render(own_pgids=own_pgids(host)), file=out)
+        if args.dry_run or args.read_only:
+            if args.json:
+                print(json.dumps({**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None,
+                                  "healthy": None, "rolled_back": False, "dry_run": True}))
+            if args.read_only and not args.dry_run:
+                print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
+                return 1
+            return 0
+        if plan.needs_force and not args.force:
+            print(f"spectui relaunch: pre-flight: {plan.verdict_line}; fix the flags or pass --force "
+                  "(nothing was changed)", file=sys.stderr)
+            return 1
+        if not args.yes and not _confirm(plan):
+            print("spectui relaunch: not confirmed; nothing was changed", file=sys.stderr)
+            return 1
+        options = RelaunchOptions(force=args.force, rollback=not args.no_rollback,
+                                  stop_grace_s=args.stop_timeout, health_timeout_s=args.health_timeout,
+                                  observe_s=args.observe)
+        result = await execute(host, plan, options, on_progress=_printer(sys.stderr))
+    finally:
+        await host.close()
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.message)
+        for d in result.new.diagnoses[:5]:
+            print(f"  {d.severity}: {d.rule} {d.title}")
+        if result.new.accept_len is not None:
+            tps = result.new.gen_tokens_per_s
+            print(f"  accept len {result.new.accept_len:.2f}" + (f", {tps:.1f} tok/s" if tps is not None else ""))
+    return 0 if result.healthy else 1
+
+
+def _confirm(plan: Any) -> bool:
+    from spectui.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError("stdin is not a terminal: pass --yes to relaunch without asking (or --dry-run)")
+    answer = input(f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _printer(stream: Any) -> Any:
+    def show(p: Any) -> None:
+        prefix = "rollback: " if p.rollback else ""
+        print(f"[{p.step}] {prefix}{p.message}", file=stream, flush=True)
+    return show

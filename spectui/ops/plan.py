@@ -1,0 +1,254 @@
+"""Relaunch plan: the current server, the edited command, its diff and pre-flight verdict, the new log
+path and the exact host commands — everything shown before anything on the host changes."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from spectui.core.catalogue import pick_version
+from spectui.core.launch import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
+from spectui.core.resolve import Resolution, resolve
+from spectui.errors import CommandParseError, UsageError
+from spectui.ops import hostcmds
+from spectui.sources.base import ServerProcess
+
+_STAMPED = re.compile(r"-\d{8}-\d{6}(?:-\d+)?$")  # a suffix this module added on an earlier relaunch
+DEFAULT_PORT = 30000
+
+
+@dataclass(frozen=True, slots=True)
+class Edits:
+    """`--set FLAG=VALUE` (value None: a store_true flag) and `--unset FLAG`, flags without dashes."""
+
+    sets: tuple[tuple[str, str | None], ...] = ()
+    unsets: tuple[str, ...] = ()
+
+    @classmethod
+    def from_cli(cls, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> Edits:
+        parsed: list[tuple[str, str | None]] = []
+        for item in sets:
+            flag, eq, value = item.partition("=")
+            flag = flag.strip().lstrip("-")
+            if not flag:
+                raise UsageError(f"--set {item!r}: write it as FLAG=VALUE, e.g. --set speculative-num-steps=15")
+            parsed.append((flag, value if eq else None))
+        cleaned = []
+        for flag in unsets:
+            name = flag.strip().lstrip("-")
+            if not name or "=" in name:
+                raise UsageError(f"--unset {flag!r}: give a flag name, e.g. --unset speculative-num-draft-tokens")
+            cleaned.append(name)
+        return cls(tuple(parsed), tuple(cleaned))
+
+
+@dataclass(frozen=True, slots=True)
+class RelaunchPlan:
+    host_name: str
+    server: ServerProcess
+    old: LaunchCommand
+    new: LaunchCommand
+    changes: tuple[FlagChange, ...]
+    version: str  # bundled SGLang version the verdict was computed with
+    version_note: str  # which version and why ("server reports 0.5.6" / "server version unknown")
+    resolution: Resolution
+    effective_changes: tuple[tuple[str, object, object], ...]  # (dest, old effective, new effective)
+    log_path: str
+    port: int  # the port the new server will listen on (health is probed there)
+
+    @property
+    def needs_force(self) -> bool:
+        return self.resolution.outcome != "ok"
+
+    @property
+    def verdict_line(self) -> str:
+        res = self.resolution
+        if res.outcome == "ok":
+            return "ok"
+        if res.outcome == "argparse_error":
+            return f"SGLang would refuse to start: error: {res.argparse_error}"
+        err = res.error
+        return f"SGLang would crash while resolving: {getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}".rstrip(": ")
+
+    def start_argv(self) -> list[str]:
+        return hostcmds.start_argv(self.server.cwd, self.log_path, dict(self.server.env), self.new.argv)
+
+    def host_commands(self, *, own_pgids: Sequence[int] = ()) -> list[tuple[str, list[str]]]:
+        """(why, argv) for every command relaunch runs on the host, in order."""
+        pid, pgid = self.server.pid, self.server.pgid
+        try:
+            term = hostcmds.signal_group_argv(pgid, "TERM", own_pgids=own_pgids)
+            kill = hostcmds.signal_group_argv(pgid, "KILL", own_pgids=own_pgids)
+            probe = hostcmds.signal_group_argv(pgid, "0", own_pgids=own_pgids)
+        except ValueError as exc:
+            return [(f"REFUSED: {exc}", [])]
+        return [
+            (f"check pid {pid} is still the server", hostcmds.cmdline_argv(pid)),
+            ("check the process group holds only the server (and that it may be signalled)", hostcmds.ps_argv()),
+            ("", probe),
+            (f"stop: SIGTERM to process group {pgid}", term),
+            ("poll until the group has exited", hostcmds.ps_argv()),
+            ("only if still alive after the grace period: SIGKILL the group", kill),
+            (f"poll until port {self.server.port or self.port} is free", hostcmds.listeners_argv()),
+            ("poll until its GPU memory is released (where nvidia-smi exists)", hostcmds.gpu_apps_argv()),
+            ("start the new command detached", self.start_argv()),
+            (f"wait for health: GET /health on port {self.port}, follow {self.log_path}", []),
+        ]
+
+    def render(self, *, own_pgids: Sequence[int] = ()) -> str:
+        """The plan as plain text (log-derived values are printed as data, never as markup)."""
+        s = self.server
+        out = [
+            f"server   pid {s.pid} (process group {s.pgid}) on {self.host_name}, port {s.port}, cwd {s.cwd}",
+            f"log      {s.log_path or '(unknown)'}  ->  {self.log_path} (new file)",
+            f"command  {hostcmds.display_argv(self.new.argv)}",
+            "changes" if self.changes else "changes  none (a plain restart)",
+        ]
+        width = max((len(c.flag) for c in self.changes), default=0)
+        for c in self.changes:
+            out.append(f"  {c.flag:<{width}}  {_show(c.old)} -> {_show(c.new)}")
+        out.append(f"verdict  {self.verdict_line}  [SGLang {self.version}: {self.version_note}]")
+        for dest, before, after in self.effective_changes:
+            out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
+        for w in self.resolution.warnings:
+            out.append(f"  warning: {w}")
+        out.append("host commands")
+        for why, argv in self.host_commands(own_pgids=own_pgids):
+            if why:
+                out.append(f"  # {why}")
+            if argv:
+                out.append(f"  $ {hostcmds.display_argv(argv, s.env)}")
+        return "\n".join(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host_name,
+            "old_pid": self.server.pid,
+            "old_command": hostcmds.display_argv(self.old.argv),
+            "command": hostcmds.display_argv(self.new.argv),
+            "log": self.log_path,
+            "diff": [{"flag": c.flag, "old": c.old, "new": c.new} for c in self.changes],
+            "sglang_version": self.version,
+            "version_note": self.version_note,
+            "verdict": self.resolution.outcome,
+            "verdict_detail": self.verdict_line,
+            "warnings": list(self.resolution.warnings),
+            "host_commands": [hostcmds.display_argv(a, self.server.env) for _, a in self.host_commands() if a],
+        }
+
+
+def _show(value: str | None) -> str:
+    return "(absent)" if value is None else (value or "(set)")
+
+
+def apply_edits(cmd: LaunchCommand, edits: Edits) -> LaunchCommand:
+    new = cmd
+    for flag in edits.unsets:
+        edited = unset_flag(new, flag)
+        if edited == new:
+            raise UsageError(f"--unset {flag}: the current command has no --{flag}; nothing to remove")
+        new = edited
+    for flag, value in edits.sets:
+        new = set_flag(new, flag, value)
+    return new
+
+
+def new_log_path(old_log: str | None, cwd: str, now: datetime, taken: Sequence[str] = ()) -> str:
+    """`<name>-YYYYmmdd-HHMMSS.log` beside the old log (or in cwd). `taken` paths are skipped."""
+    if old_log:
+        folder, base = posixpath.split(old_log)
+        stem = base[:-4] if base.endswith(".log") else base
+        stem = _STAMPED.sub("", stem) or "sglang"
+    else:
+        folder, stem = cwd, "sglang"
+    stamp = now.strftime("%Y%m%d-%H%M%S")
+    path = posixpath.join(folder or cwd, f"{stem}-{stamp}.log")
+    n = 1
+    while path in taken or path == old_log:
+        path = posixpath.join(folder or cwd, f"{stem}-{stamp}-{n}.log")
+        n += 1
+    return path
+
+
+def port_of(cmd: LaunchCommand, default: int | None) -> int:
+    port: int | None = default
+    args = list(cmd.args)
+    for i, arg in enumerate(args):
+        if arg == "--port" and i + 1 < len(args) and args[i + 1].isdigit():
+            port = int(args[i + 1])
+        elif arg.startswith("--port=") and arg[7:].isdigit():
+            port = int(arg[7:])
+    return port or DEFAULT_PORT
+
+
+def build_plan(
+    server: ServerProcess,
+    edits: Edits,
+    *,
+    host_name: str,
+    now: datetime,
+    server_version: str | None = None,
+    taken_logs: Sequence[str] = (),
+    model_arch: str | None = None,
+    draft_arch: str | None = None,
+) -> RelaunchPlan:
+    """Everything relaunch will do, computed without touching the host."""
+    try:
+        old = parse_server_argv(server.argv)
+    except CommandParseError as exc:
+        raise UsageError(f"cannot read the server's command line (pid {server.pid}): {exc}") from None
+    new = apply_edits(old, edits)
+    version, fallback = pick_version(server_version)
+    if server_version and not fallback:
+        note = f"the server reports {server_version}"
+    elif server_version:
+        note = f"the server reports {server_version}; {fallback}"
+    else:
+        note = "server version unknown, newest bundled release used"
+    env: Mapping[str, str] = server.env
+    kw: dict[str, Any] = {"model_arch": model_arch, "draft_arch": draft_arch, "env": dict(env)}
+    resolution = resolve(list(resolvable_args(new)), version, **kw)
+    before = resolve(list(resolvable_args(old)), version, **kw)
+    eff_changes: list[tuple[str, object, object]] = []
+    if resolution.effective is not None and before.effective is not None:
+        for dest in sorted(set(before.effective) | set(resolution.effective)):
+            a, b = before.effective.get(dest), resolution.effective.get(dest)
+            if a != b:
+                eff_changes.append((dest, a, b))
+    log = new_log_path(server.log_path, server.cwd, now, taken_logs)
+    return RelaunchPlan(
+        host_name=host_name, server=server, old=old, new=new, changes=tuple(diff(old, new)),
+        version=version, version_note=note, resolution=resolution, effective_changes=tuple(eff_changes),
+        log_path=log, port=port_of(new, server.port),
+    )
+
+
+def parse_server_argv(argv: Sequence[str]) -> LaunchCommand:
+    """A server's /proc argv as a LaunchCommand. The simulator (`python -m spectui.sim`) takes SGLang's
+    command line, so it is parsed as SGLang's and keeps its own program words."""
+    argv = list(argv)
+    try:
+        return parse_command(argv)
+    except CommandParseError:
+        for i in range(len(argv) - 1):
+            if argv[i] == "-m" and argv[i + 1] == "spectui.sim":
+                cmd = parse_command([*argv[: i + 1], "sglang.launch_server", *argv[i + 2 :]])
+                return replace(cmd, program=tuple(argv[: i + 2]))
+        raise
+
+
+def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
+    """The args SGLang itself would see: the simulator's own `--sim-*` knobs are not SGLang flags."""
+    if not any("spectui.sim" in part for part in cmd.program):
+        return cmd.args
+    from spectui.sim.knobs import KnobError, split_argv
+
+    try:
+        return tuple(split_argv(cmd.args)[0])
+    except KnobError:
+        return cmd.args  # the verdict then shows the simulator's own complaint as unrecognized

@@ -1,0 +1,218 @@
+"""The relaunch engine: find the server and plan (prepare), then stop its process group, start the edited
+command detached, wait for health, roll back on failure and record history (execute). Progress goes to a
+callback so the CLI prints it and the TUI's relaunch screen shows it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from spectui.errors import RelaunchError
+from spectui.ops.history import HistoryStore, LaunchRecord, now_iso
+from spectui.ops.hostcmds import display_argv
+from spectui.ops.plan import Edits, RelaunchPlan, build_plan
+
+
+class Step(StrEnum):
+    CHECKING = "checking"
+    STOPPING = "stopping"
+    KILLING = "killing"
+    WAITING_PORT = "waiting_port"
+    WAITING_GPU = "waiting_gpu"
+    STARTING = "starting"
+    LOADING = "loading"
+    CAPTURING = "capturing"
+    HEALTHY = "healthy"
+    OBSERVING = "observing"
+    FAILED = "failed"
+    ROLLING_BACK = "rolling_back"
+    ROLLED_BACK = "rolled_back"
+    ROLLBACK_FAILED = "rollback_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    step: Step
+    message: str
+    rollback: bool = False  # the step belongs to restoring the previous command
+    pid: int | None = None
+    diagnoses: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RelaunchOptions:
+    force: bool = False  # start a command the pre-flight says SGLang rejects; signal a shared group
+    rollback: bool = True
+    stop_grace_s: float = 30.0  # SIGTERM -> SIGKILL
+    kill_wait_s: float = 15.0
+    port_timeout_s: float = 60.0
+    gpu_timeout_s: float = 120.0
+    health_timeout_s: float = 900.0  # big models load and capture graphs for many minutes
+    observe_s: float = 0.0  # after healthy, keep reading the log this long for accept len / tok/s
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One start of a command (the edited one, or the previous one when rolling back)."""
+
+    pid: int | None
+    log: str | None
+    healthy: bool
+    error: str | None = None
+    diagnoses: tuple[Any, ...] = ()
+    accept_len: float | None = None
+    gen_tokens_per_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "log": self.log, "healthy": self.healthy, "error": self.error,
+                "diagnoses": [d.to_json() for d in self.diagnoses],
+                "accept_len": self.accept_len, "gen_tokens_per_s": self.gen_tokens_per_s}
+
+
+@dataclass(frozen=True, slots=True)
+class RelaunchResult:
+    plan: RelaunchPlan
+    new: Attempt
+    rollback: Attempt | None = None
+    message: str = ""
+    history_id: str | None = None
+    steps: tuple[Progress, ...] = field(default=())
+
+    @property
+    def healthy(self) -> bool:
+        return self.new.healthy
+
+    @property
+    def rolled_back(self) -> bool:
+        return self.rollback is not None and self.rollback.healthy
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old_pid": self.plan.server.pid,
+            "new_pid": self.new.pid,
+            "log": self.new.log,
+            "command": display_argv(self.plan.new.argv),
+            "healthy": self.new.healthy,
+            "rolled_back": self.rolled_back,
+            "error": self.new.error,
+            "message": self.message,
+            "rollback": self.rollback.to_json() if self.rollback else None,
+            "diagnoses": [d.to_json() for d in self.new.diagnoses],
+            "accept_len": self.new.accept_len,
+            "gen_tokens_per_s": self.new.gen_tokens_per_s,
+            "history_id": self.history_id,
+            **{k: v for k, v in self.plan.to_json().items() if k not in ("old_pid", "command", "log")},
+        }
+
+
+async def prepare(
+    host: Any,
+    edits: Edits,
+    *,
+    pid: int | None = None,
+    now: datetime | None = None,
+) -> RelaunchPlan:
+    """Find the server (the only one, or `pid`) and compute the plan. Changes nothing on the host."""
+    from spectui.sources.discover import pick_server
+
+    server = await pick_server(host, pid)
+    version = await _server_version(host, server)
+    taken = [server.log_path] if server.log_path else []
+    now = now or datetime.now()
+    plan = build_plan(server, edits, host_name=host.name, now=now, server_version=version, taken_logs=taken)
+    # The new log must be a new file: step past names already on the host (two relaunches in a second).
+    while await host.stat(plan.log_path) is not None:
+        taken.append(plan.log_path)
+        plan = build_plan(server, edits, host_name=host.name, now=now, server_version=version, taken_logs=taken)
+    return plan
+
+
+async def _server_version(host: Any, server: Any) -> str | None:
+    """What the running server says it is (/server_info "version"), or None (then the newest bundled)."""
+    from spectui.errors import SpectuiError
+    from spectui.sources.http import ServerProbe
+
+    if server.port is None:
+        return None
+    probe = ServerProbe(host, server.port, server.host_addr, timeout=3.0)
+    try:
+        version = (await probe.server_info()).get("version")
+        return str(version) if version else None
+    except SpectuiError:
+        return None
+    finally:
+        await probe.close()
+
+
+async def execute(
+    host: Any,
+    plan: RelaunchPlan,
+    options: RelaunchOptions | None = None,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    history: HistoryStore | None = None,
+    rules_dirs: Sequence[Any] = (),
+) -> RelaunchResult:
+    """Carry out the plan. Raises RelaunchError (host unchanged) when a check before the stop fails;
+    after the stop, every failure ends in a RelaunchResult saying what runs now."""
+    from spectui.ops.runner import Runner
+
+    runner = Runner(host, plan, options or RelaunchOptions(), on_progress, rules_dirs)
+    await runner.preflight()
+    store = history or HistoryStore()
+    launch_id = uuid.uuid4().hex[:12]
+    store.append(LaunchRecord(
+        id=launch_id, time=now_iso(), host=plan.host_name, old_pid=plan.server.pid,
+        old_command=display_argv(plan.old.argv), command=display_argv(plan.new.argv),
+        diff=[{"flag": c.flag, "old": c.old, "new": c.new} for c in plan.changes],  # type: ignore[misc]
+        sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
+        log=plan.log_path,
+    ))
+    result = await runner.run()
+    store.update(
+        launch_id, new_pid=result.new.pid, outcome=_outcome(result), error=result.new.error,
+        rollback_pid=result.rollback.pid if result.rollback else None,
+        rollback_log=result.rollback.log if result.rollback else None,
+        accept_len=result.new.accept_len, gen_tokens_per_s=result.new.gen_tokens_per_s,
+        diagnoses=[f"{d.rule}: {d.title}" for d in result.new.diagnoses], ended=now_iso(),
+    )
+    return RelaunchResult(plan, result.new, result.rollback, result.message, launch_id, result.steps)
+
+
+def _outcome(result: RelaunchResult) -> str:
+    if result.new.healthy:
+        return "healthy"
+    if result.rollback is None:
+        return "failed"
+    return "rolled_back" if result.rollback.healthy else "rollback_failed"
+
+
+async def relaunch_events(
+    host: Any, plan: RelaunchPlan, options: RelaunchOptions | None = None, **kw: Any
+) -> AsyncIterator[Progress | RelaunchResult | RelaunchError]:
+    """The same as `execute`, as an async iterator: Progress items, then the RelaunchResult (or the
+    RelaunchError that stopped it before anything changed) last."""
+    import asyncio
+
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def work() -> None:
+        try:
+            queue.put_nowait(await execute(host, plan, options, on_progress=queue.put_nowait, **kw))
+        except RelaunchError as exc:
+            queue.put_nowait(exc)
+
+    task = asyncio.create_task(work())
+    try:
+        while True:
+            item = await queue.get()
+            yield item
+            if not isinstance(item, Progress):
+                return
+    finally:
+        if not task.done():
+            task.cancel()

@@ -1,0 +1,193 @@
+"""The steps of one relaunch on a host: checks, stop by process group, waits, detached start, health,
+rollback. Used by ops.relaunch.execute; every failure after the stop ends with the host in the old state
+(rolled back) or the new one, and a message saying which."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from spectui.errors import RelaunchError, RulesError
+from spectui.ops import procs
+from spectui.ops.health import HealthOutcome, LaunchWatcher
+from spectui.ops.hostcmds import ProcEntry, check_pgid
+from spectui.ops.plan import RelaunchPlan, new_log_path
+from spectui.ops.relaunch import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
+
+_PHASE_STEPS = {"loading": Step.LOADING, "capturing": Step.CAPTURING}
+
+
+class _Failed(Exception):
+    """A step after the stop failed; the message is for the operator."""
+
+
+class Runner:
+    def __init__(self, host: Any, plan: RelaunchPlan, options: RelaunchOptions,
+                 on_progress: Callable[[Progress], None] | None, rules_dirs: Sequence[Any] = ()) -> None:
+        self.host, self.plan, self.opt = host, plan, options
+        self.on_progress = on_progress
+        self.rules_dirs = rules_dirs
+        self.steps: list[Progress] = []
+        self.own = procs.own_pgids(host)
+        self.group: list[ProcEntry] = []
+
+    def _note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
+              diagnoses: tuple[Any, ...] = ()) -> None:
+        p = Progress(step, message, rollback, pid, diagnoses)
+        self.steps.append(p)
+        if self.on_progress is not None:
+            self.on_progress(p)
+
+    # -- before anything changes: each failure here leaves the host exactly as it was ---------------
+
+    async def preflight(self) -> None:
+        s, name = self.plan.server, self.host.name
+        self._note(Step.CHECKING, f"checking pid {s.pid} on {name}")
+        if getattr(self.host, "read_only", False):
+            raise RelaunchError(f"{name} is read-only (--read-only): relaunch would change the host; nothing was changed")
+        if self.plan.needs_force and not self.opt.force:
+            raise RelaunchError(f"pre-flight: {self.plan.verdict_line}; fix the flags or pass --force; nothing was changed")
+        try:
+            check_pgid(s.pgid, own_pgids=self.own)
+        except ValueError as exc:
+            raise RelaunchError(f"{exc}; nothing was changed") from None
+        cmdline = await procs.read_cmdline(self.host, s.pid)
+        if cmdline is None:
+            raise RelaunchError(
+                f"server pid {s.pid} on {name} is gone (it exited before the relaunch); nothing was changed — "
+                "check its log, start it again, then relaunch")
+        if tuple(cmdline) != tuple(s.argv):
+            raise RelaunchError(f"pid {s.pid} on {name} is no longer the server that was found (it now runs "
+                                f"{' '.join(cmdline)[:80]!r}); nothing was changed — run relaunch again")
+        all_procs = await procs.list_procs(self.host)
+        foreign = procs.foreign_members(all_procs, s.pgid, s.pid)
+        if foreign and not self.opt.force:
+            who = "; ".join(f"pid {p.pid} {p.args[:60]!r}" for p in foreign[:3])
+            raise RelaunchError(
+                f"process group {s.pgid} also holds processes that are not the server ({who}): stopping the "
+                "group would kill them too; nothing was changed — pass --force to stop them as well")
+        probe = await procs.signal_group(self.host, s.pgid, "0", own=self.own)
+        if not probe.delivered and probe.reason == "permission":
+            raise RelaunchError(
+                f"permission denied: cannot signal process group {s.pgid} on {name} (it belongs to another "
+                "user); nothing was changed — connect as that user or root")
+        if not probe.delivered and probe.reason == "gone":
+            raise RelaunchError(f"server pid {s.pid} on {name} exited before the relaunch; nothing was changed")
+        self.group = procs.alive_in_group(all_procs, s.pgid)
+
+    # -- the relaunch proper ------------------------------------------------------------------------
+
+    async def run(self) -> RelaunchResult:
+        s, plan = self.plan.server, self.plan
+        try:
+            await self._stop(s.pgid, [p.pid for p in self.group], s.port, rollback=False, first=True)
+        except _Failed as exc:
+            return await self._after_failure(str(exc), Attempt(None, None, False, str(exc)), started=False)
+        new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
+        if new.healthy:
+            msg = f"relaunched: pid {new.pid} is healthy on {self.host.name} (log {new.log})"
+            return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
+        return await self._after_failure(new.error or "failed", new, started=new.pid is not None)
+
+    async def _after_failure(self, reason: str, new: Attempt, *, started: bool) -> RelaunchResult:
+        plan, s = self.plan, self.plan.server
+        self._note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
+        if not self.opt.rollback:
+            state = "the new server is not healthy" if started else "no server is running"
+            msg = f"new launch failed: {reason}; not rolled back (--no-rollback): {state} on {self.host.name}"
+            return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
+        self._note(Step.ROLLING_BACK, "restoring the previous command", rollback=True)
+        try:
+            if started and new.pid is not None:
+                survivors = procs.alive_in_group(await procs.list_procs(self.host), new.pid)
+                await self._stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
+            log = new_log_path(s.log_path, s.cwd, datetime.now(), [plan.log_path])
+            while await self.host.stat(log) is not None:
+                log = new_log_path(s.log_path, s.cwd, datetime.now(), [plan.log_path, log])
+            old = await self._start_and_wait(plan.old.argv, log, s.port or plan.port, rollback=True)
+        except _Failed as exc:
+            old = Attempt(None, None, False, str(exc))
+        if old.healthy:
+            self._note(Step.ROLLED_BACK, f"previous command healthy again as pid {old.pid}", rollback=True, pid=old.pid)
+            msg = (f"new launch failed: {reason}; rolled back: the previous command is serving again as pid "
+                   f"{old.pid} (log {old.log})")
+        else:
+            self._note(Step.ROLLBACK_FAILED, f"rollback failed: {old.error}", rollback=True, pid=old.pid)
+            msg = (f"new launch failed: {reason}; rollback failed too: {old.error}; no healthy server on "
+                   f"{self.host.name} — see {old.log or new.log or 'the logs'}")
+        return RelaunchResult(plan, new, old, msg, None, tuple(self.steps))
+
+    async def _stop(self, pgid: int, pids: list[int], port: int | None, *, rollback: bool, first: bool) -> None:
+        o = self.opt
+        self._note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
+        sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own)
+        if not sent.delivered and sent.reason not in ("gone",):
+            raise _Failed(f"could not signal process group {pgid}: {sent.reason}")
+        left = await procs.wait_group_gone(self.host, pgid, o.stop_grace_s)
+        if left:
+            self._note(Step.KILLING, f"still alive after {o.stop_grace_s:g} s: SIGKILL to process group {pgid}",
+                       rollback=rollback, pid=pgid)
+            await procs.signal_group(self.host, pgid, "KILL", own=self.own)
+            left = await procs.wait_group_gone(self.host, pgid, o.kill_wait_s)
+            if left:
+                who = ", ".join(f"{p.pid} ({p.stat})" for p in left[:5])
+                raise _Failed(f"process group {pgid} survived SIGKILL for {o.kill_wait_s:g} s: {who}")
+        if port:
+            self._note(Step.WAITING_PORT, f"waiting for port {port} to be free", rollback=rollback)
+            held = await procs.wait_port_free(self.host, port, o.port_timeout_s)
+            if held:
+                raise _Failed(f"port {port} still in use after {o.port_timeout_s:g} s (listening socket inode "
+                              f"{held[0]}; `ss -ltnp 'sport = :{port}'` on the host shows who holds it)")
+        self._note(Step.WAITING_GPU, "waiting for GPU memory to be released", rollback=rollback)
+        held_gpu = await procs.wait_gpu_released(self.host, set(pids), o.gpu_timeout_s)
+        if held_gpu:
+            who = ", ".join(f"pid {a.pid} ({a.used_memory})" for a in held_gpu[:5])
+            raise _Failed(f"GPU memory still held after {o.gpu_timeout_s:g} s by {who}")
+
+    async def _start_and_wait(self, argv: Sequence[str], log: str, port: int, *, rollback: bool) -> Attempt:
+        s = self.plan.server
+        self._note(Step.STARTING, f"starting detached, log {log}", rollback=rollback)
+        try:
+            pid = await procs.start_detached(self.host, s.cwd, log, dict(s.env), argv)
+        except (RelaunchError, ValueError) as exc:
+            return Attempt(None, log, False, str(exc))
+        watcher = LaunchWatcher(self.host, pid, log, port, s.host_addr, pipeline=self._pipeline(rollback),
+                                on_phase=lambda ph: self._phase(ph, pid, rollback))
+        out = await watcher.wait_healthy(self.opt.health_timeout_s)
+        if out.healthy:
+            self._note(Step.HEALTHY, f"pid {pid} healthy ({out.reason})", rollback=rollback, pid=pid)
+            if self.opt.observe_s > 0 and not rollback:
+                self._note(Step.OBSERVING, f"reading the log for {self.opt.observe_s:g} s", pid=pid)
+                out = await watcher.observe(self.opt.observe_s)
+                if not out.healthy:
+                    return self._attempt(pid, log, out, "crashed after becoming healthy")
+        return self._attempt(pid, log, out, None)
+
+    def _attempt(self, pid: int, log: str, out: HealthOutcome, error: str | None) -> Attempt:
+        if not out.healthy and error is None:
+            error = {
+                "crashed": "the server crashed during start-up",
+                "exited": "the server exited during start-up",
+                "timeout": f"not healthy after {self.opt.health_timeout_s:g} s (phase {out.phase})",
+            }.get(out.reason, out.reason)
+            if out.diagnoses:
+                error += f" — {out.diagnoses[0].rule}: {out.diagnoses[0].title}"
+        return Attempt(pid, log, out.healthy, error, out.diagnoses, out.accept_len, out.gen_tokens_per_s)
+
+    def _phase(self, phase: str, pid: int, rollback: bool) -> None:
+        step = _PHASE_STEPS.get(phase)
+        if step is not None:
+            self._note(step, phase, rollback=rollback, pid=pid)
+
+    def _pipeline(self, rollback: bool) -> Any:
+        from spectui.core.pipeline import Pipeline
+        from spectui.core.rules import RuleEngine, load_rules
+
+        rules, errors = load_rules(tuple(self.rules_dirs))
+        if errors and not rules:
+            raise RulesError(errors[0])
+        cmd = self.plan.old if rollback else self.plan.new
+        res = None if rollback else self.plan.resolution
+        engine = RuleEngine(rules, launch=cmd, resolution=res, version=self.plan.version)
+        return Pipeline(engine=engine)
