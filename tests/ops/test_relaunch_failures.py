@@ -146,3 +146,34 @@ async def test_crash_without_rollback_says_nothing_runs(lab: SimLab) -> None:
     assert "not rolled back" in result.message
     assert any(d.category == "oom" for d in result.new.diagnoses)
     assert not alive(pid) and history.read()[-1].outcome == "failed"
+
+
+# No GPU on the test machine: this stands in for nvidia-smi and prints, in nvidia-smi's CSV format
+# (`--query-compute-apps=pid,used_memory --format=csv`), the rows listed in $FAKE_GPU_APPS.
+FAKE_NVIDIA_SMI = """#!/bin/sh
+echo "pid, used_memory [MiB]"
+cat "$FAKE_GPU_APPS"
+"""
+
+
+async def test_gpu_memory_never_released_names_the_holder_and_rolls_back(
+        lab: SimLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    wait_health(lab.port)
+    tools = lab.root.parent / "bin"
+    tools.mkdir()
+    (tools / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (tools / "nvidia-smi").chmod(0o755)
+    apps = lab.root.parent / "apps.csv"
+    apps.write_text(f"{pid}, 71234 MiB\n4242, 100 MiB\n")  # the server's memory is never released
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GPU_APPS", str(apps))
+    plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15"]))
+    opts = RelaunchOptions(stop_grace_s=10, kill_wait_s=5, port_timeout_s=10, gpu_timeout_s=1, health_timeout_s=60)
+    result = await execute(LocalHost(), plan, opts, history=HistoryStore(lab.root.parent / "h.jsonl"))
+    assert f"GPU memory still held after 1 s by pid {pid} (71234 MiB)" in result.message
+    assert "4242" not in result.message  # another user's job on the GPU is not the server's
+    assert result.new.pid is None  # the new command was never started on a GPU still in use
+    # The old command is restored (the best chance of getting back to a serving host) and says so.
+    assert result.rolled_back and health(lab.port) == 200
+    assert proc_argv(result.rollback.pid) == list(plan.server.argv)
