@@ -100,6 +100,7 @@ class CGroup:
 class CFix:
     set: tuple[tuple[str, ruleexpr.Expr], ...]
     unset: tuple[str, ...]
+    when: ruleexpr.Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,8 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
         for flag in fix.unset:
             if not flag.startswith("--"):
                 raise RuleLoadError(f"fix.{i}.unset", f"flag {flag!r} must be written with its leading dashes")
-        fixes.append(CFix(tuple(sets), tuple(fix.unset)))
+        when = _expr(fix.when, f"fix.{i}.when", vocab) if fix.when is not None else None
+        fixes.append(CFix(tuple(sets), tuple(fix.unset), when))
     if model.versions is not None:
         try:
             version_matches(model.versions, "0.5.6")

@@ -141,6 +141,7 @@ class FixSpec(_Strict):
 
     set: dict[str, str] = Field(default_factory=dict)
     unset: list[str] = Field(default_factory=list)
+    when: str | None = None  # this alternative applies only when the expression holds
 
 
 class Example(_Strict):

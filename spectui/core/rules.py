@@ -298,6 +298,10 @@ class RuleEngine:
 
     def _fix(self, rule: Rule, env: _Env) -> Fix | None:
         for spec in rule.fixes:
+            if spec.when is not None:
+                ok, holds = spec.when.try_evaluate(env)
+                if not (ok and holds):
+                    continue
             values: dict[str, str] = {}
             for flag, expr in spec.set:
                 ok, value = expr.try_evaluate(env)
