@@ -188,9 +188,9 @@ def render_human(report: FlagsReport) -> str:
         lines += [f"FAILS while resolving arguments (exit 1): {res.error.type}{msg}",
                   f"  raised in {res.error.raised_at}"]
     else:
-        changed = [n for n in res.notes if n.severity == "warning"]
+        overridden = [n for n in res.notes if n.severity == "warning"]
         lines.append("OK: SGLang starts with these flags" + (
-            f", but changes {len(changed)} value(s) you set" if changed else ""))
+            f", but changes {len(overridden)} value(s) you set" if overridden else ""))
     view = report.effective_view()
     keys = [*(k for k in SPEC_VIEW if view and k in view or k in res.requested),
             *(k for k in res.requested if k not in SPEC_VIEW and k != "model_path")]

@@ -27,7 +27,7 @@ class Token:
     @property
     def is_assignment(self) -> bool:
         m = re.match(r"[A-Za-z_][A-Za-z0-9_]*=", self.text)
-        return bool(m) and (self.quoted_from < 0 or self.quoted_from >= m.end())
+        return m is not None and (self.quoted_from < 0 or self.quoted_from >= m.end())
 
 
 def tokenize(text: str) -> list[Token]:

@@ -200,3 +200,12 @@ def test_sglang_serve_positional_model_from_0518() -> None:
     assert res.outcome == "ok" and res.requested["model_path"] == "/models/llama"
     old = resolve(["/models/llama", "--tp", "2"], "0.5.10")
     assert old.outcome == "argparse_error"
+
+
+def test_sglang_serve_needs_literal_model_path_before_0511() -> None:
+    # REFERENCE §1.4: 0.5.5-0.5.10 `sglang serve` raises this before argparse when --model-path is absent.
+    res = resolve(["--model", "/m", "--tp", "2"], "0.5.10", entry="sglang")
+    assert res.error is not None and (res.error.type, res.error.message) == (
+        "Exception", "Error: --model-path is required. Please provide the path to the model.")
+    assert resolve(["--model", "/m"], "0.5.10").outcome == "ok"  # python -m sglang.launch_server
+    assert resolve(["--model", "/m"], "0.5.23", entry="sglang").outcome == "ok"
