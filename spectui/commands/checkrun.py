@@ -118,7 +118,7 @@ def _looks_binary(head: bytes) -> bool:
 
 
 def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
-    pipe = Pipeline(engine=engine)
+    pipe = Pipeline(engine=engine, bulk=True)
     errors: list[ErrorEvent] = []
     errors_total = 0
     head = b""

@@ -12,7 +12,8 @@ from spectui.core.records import DecodeSample, LineContext, Milestone, Milestone
 from spectui.core.serverargs import parse_server_args
 
 # "Decode batch." (≤0.5.3), "Decode batch [N]," (0.5.4 / SGLANG_LOG_FORWARD_ITERS), "Decode batch," (0.5.5+)
-BATCH_RE = re.compile(r"(?P<kind>Decode|Prefill) batch(?P<form>\.| \[(?P<iter>\d+)\],|,) (?P<body>.*)$")
+# Not after a quote: a line quoting the format ('"Decode batch, ..."') is not a decode line.
+BATCH_RE = re.compile(r"(?<![\"'])(?P<kind>Decode|Prefill) batch(?P<form>\.| \[(?P<iter>\d+)\],|,) (?P<body>.*)$")
 
 _TOKENS_KEYS = ("#token", "#full token", "#gpu token")
 _USAGE_KEYS = ("token usage", "full token usage", "gpu token usage")

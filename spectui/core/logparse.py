@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from spectui.core import logtexts
+from spectui.core.logbulk import BulkRun, close_run, feed_region
 from spectui.core.logfields import BATCH_RE, MILESTONE_HINTS, make_decode, make_milestone, make_prefill
 from spectui.core.logprefix import split_prefix, strip_ansi
 from spectui.core.records import (
@@ -38,15 +39,23 @@ _HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*
 class LogParser:
     """Feed lines (or bytes); get records. One instance per stream (it holds traceback state)."""
 
-    def __init__(self, *, first_line: int = 1, keep_other: bool = False) -> None:
+    def __init__(self, *, first_line: int = 1, keep_other: bool = False, bulk: bool = False,
+                 bulk_tail: int = 512) -> None:
+        """`bulk=True` (for whole-file reads): `feed_bytes` counts runs of ordinary decode/prefill/access
+        lines without parsing each one (see logbulk); counts, errors, milestones, warnings and metrics
+        come out the same, but only the first and last `bulk_tail` decode lines of a run are yielded."""
         self.keep_other = keep_other
+        self.bulk = bulk and not keep_other
+        self.bulk_tail = bulk_tail
         self.counts: dict[RecordKind, int] = {k: 0 for k in RecordKind}
         self.lines_seen = 0
         self.version_hints = VersionHints()
         self._next = first_line
         self._pending: PendingEvent | None = None
         self._partial = b""
-        self._weights_tags: set[str] = set()  # ranks that logged their target "Load weight end" this launch
+        self._weights_tags: set[str] = set()
+        self._shapes: set[tuple[str, str, str, int, str]] = set()
+        self.bulk_run: BulkRun | None = None  # lines counted in bulk, not yet added to counts  # ranks that logged their target "Load weight end" this launch
 
     # -- public API -------------------------------------------------------------------------------
 
@@ -66,16 +75,60 @@ class LogParser:
             self._partial = data
             return []
         self._partial = data[cut + 1 :]
+        if self.bulk:
+            out: list[Record] = []
+            feed_region(self, data, cut + 1, out, self.bulk_tail)
+            return out
         text = data[:cut].decode("utf-8", errors="replace")
         return self.feed(text.split("\n"))
 
+    # -- used by logbulk ----------------------------------------------------------------------------
+
+    def feed_into(self, lines: Iterable[str], out: list[Record]) -> None:
+        line_fn = self._line
+        for text in lines:
+            line_fn(text, out)
+
+    def flush_into(self, out: list[Record]) -> None:
+        self._close_pending(out)
+
+    def advance(self, n: int) -> None:
+        """`n` lines were counted in bulk."""
+        self._next += n
+        self.lines_seen += n
+
+    def parse_sample(self, n: int, raw: str) -> Record | None:
+        """Parse one decode/prefill line already counted in bulk (no counting, no state change)."""
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        if "\x1b" in raw:
+            raw = strip_ansi(raw)
+        p = split_prefix(raw[:MAX_LINE_CHARS])
+        m = BATCH_RE.search(p.msg)
+        if m is None:
+            return None
+        self._note_shape(m)
+        if m.group("kind") == "Decode":
+            return make_decode(n, p.ctx, m)
+        return make_prefill(n, p.ctx, m)
+
+    def _note_shape(self, m: re.Match[str]) -> None:
+        body = m.group("body")
+        # Version clues depend only on the line's shape; look at each new shape once.
+        shape = (m.group("kind"), m.group("form")[:2], body[-2:], body.count(", "), body[:12])
+        if shape not in self._shapes and len(self._shapes) < 1024:
+            self._shapes.add(shape)
+            note_batch(self.version_hints, m)
+
     def flush(self) -> list[Record]:
         out: list[Record] = []
+        close_run(self, out, self.bulk_tail)
         self._close_pending(out)
         return out
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
+        close_run(self, out, self.bulk_tail)
         if self._partial:
             tail, self._partial = self._partial, b""
             self._line(tail.decode("utf-8", errors="replace"), out)
@@ -141,7 +194,7 @@ class LogParser:
         if " batch" in msg:
             m = BATCH_RE.search(msg)
             if m is not None:
-                note_batch(hints, m)
+                self._note_shape(m)
                 if m.group("kind") == "Decode":
                     self._emit(make_decode(n, ctx, m), RecordKind.DECODE, out)
                 else:

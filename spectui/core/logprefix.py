@@ -77,15 +77,26 @@ def strip_container(line: str) -> str:
     return line
 
 
-def _tags_ctx(ts: str | None, tags: str) -> LineContext:
-    tags = " ".join(tags.split())
+_TAG_CACHE: dict[str, tuple[str, int | None, int | None]] = {}
+
+
+def _parse_tags(raw: str) -> tuple[str, int | None, int | None]:
+    tags = " ".join(raw.split())
     dp = tp = None
-    if tags:
-        for tag in tags.split():
-            if tag.startswith("DP"):
-                dp = int(tag[2:])
-            elif tag.startswith("TP"):
-                tp = int(tag[2:])
+    for tag in tags.split():
+        if tag.startswith("DP"):
+            dp = int(tag[2:])
+        elif tag.startswith("TP"):
+            tp = int(tag[2:])
+    if len(_TAG_CACHE) < 4096:  # a handful of distinct tag strings per server
+        _TAG_CACHE[raw] = (tags, dp, tp)
+    return tags, dp, tp
+
+
+def _tags_ctx(ts: str | None, raw_tags: str) -> LineContext:
+    if not raw_tags:
+        return LineContext(ts=ts)
+    tags, dp, tp = _TAG_CACHE.get(raw_tags) or _parse_tags(raw_tags)
     return LineContext(ts=ts, tags=tags, dp_rank=dp, tp_rank=tp)
 
 

@@ -126,7 +126,8 @@ class _Launch:
         self.group_t: int | None = None
 
     def decode(self, s: DecodeSample) -> None:
-        self.samples += 1
+        self.samples += 1 + s.skipped_decode
+        self.prefill_samples += s.skipped_prefill
         if s.accept_len is not None:
             self.accept_len.append(s.accept_len)
             self.last_accept_len = s.accept_len
@@ -252,7 +253,8 @@ class MetricsTracker:
             assert cur is not None
             cur.last_line = max(cur.last_line, getattr(rec, "end_line", 0) or rec.line)
             if isinstance(rec, PrefillSample):
-                cur.prefill_samples += 1
+                cur.prefill_samples += 1 + rec.skipped_prefill
+                cur.samples += rec.skipped_decode
                 if cur.phase not in (ServerPhase.CRASHED, ServerPhase.STOPPED):
                     cur.phase = ServerPhase.SERVING
                     cur.reached_up = True

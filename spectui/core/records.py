@@ -68,6 +68,10 @@ class DecodeSample:
     gen_tokens_per_s: float | None = None
     iteration: int | None = None  # "Decode batch [N]," counter
     fields: dict[str, str] = field(default_factory=dict)  # every "key: value" printed, verbatim
+    # Bulk reading (`spectui check`) counts long runs of decode/prefill lines without parsing each one;
+    # the first parsed sample after such a run carries how many it stands for (metrics add them).
+    skipped_decode: int = 0
+    skipped_prefill: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,8 @@ class PrefillSample:
     token_usage: float | None = None
     input_tokens_per_s: float | None = None
     fields: dict[str, str] = field(default_factory=dict)
+    skipped_decode: int = 0  # see DecodeSample
+    skipped_prefill: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,128 @@
+"""Benchmark `spectui check` against `grep -c 'Decode batch'` on a generated ~1 GB SGLang-format log.
+
+Usage: python bench/bench_check.py [--size-mb 1024] [--keep]
+Writes bench/out/big.log (gitignored), runs both on the same file in the same run (file in page cache
+for both: grep runs first once to warm it), and prints both times, the ratio and spectui's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+
+STARTUP = """\
+Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.
+speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1
+[2026-11-30 10:00:00] server_args=ServerArgs(model_path='/models/target', tokenizer_path='/models/target', port=30000, tp_size=2, dp_size=2, speculative_algorithm='EAGLE3', speculative_draft_model_path='/models/draft', speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, max_running_requests=48)
+[2026-11-30 10:00:05 DP0 TP0] Init torch distributed begin.
+[2026-11-30 10:00:06 DP0 TP0] Load weight begin. avail mem=78.50 GB
+[2026-11-30 10:00:30 DP0 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=62.10 GB, mem usage=16.40 GB.
+[2026-11-30 10:00:31 DP0 TP0] Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, avail mem=61.00 GB, mem usage=1.10 GB.
+[2026-11-30 10:00:32 DP0 TP0] KV Cache is allocated. #tokens: 400000, K size: 20.00 GB, V size: 20.00 GB
+[2026-11-30 10:00:32 DP0 TP0] Memory pool end. avail mem=20.00 GB
+[2026-11-30 10:00:33 DP0 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=19.50 GB
+[2026-11-30 10:00:50 DP0 TP0] Capture cuda graph end. Time elapsed: 17.00 s. mem usage=1.20 GB. avail mem=18.30 GB.
+[2026-11-30 10:00:51 DP0 TP0] max_total_num_tokens=400000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=48, context_len=131072, available_gpu_mem=18.30 GB
+[2026-11-30 10:00:52] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
+[2026-11-30 10:00:55] The server is fired up and ready to roll!
+"""
+
+TAIL = """\
+[2026-11-30 23:59:59 DP1 TP2] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2534, in run_scheduler_process
+    scheduler.event_loop_overlap()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+[2026-11-30 23:59:59] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def _block(rng: random.Random, lines: int) -> str:
+    out: list[str] = []
+    for i in range(lines):
+        hh, mm, ss = 10 + (i // 3600) % 12, (i // 60) % 60, i % 60
+        ts = f"2026-11-30 {hh:02d}:{mm:02d}:{ss:02d}"
+        r = rng.random()
+        if r < 0.80:
+            dp = i % 2
+            acc = 1.5 + rng.random()
+            out.append(
+                f"[{ts} DP{dp} TP{dp * 2}] Decode batch, #running-req: {rng.randint(1, 48)}, "
+                f"#token: {rng.randint(1000, 90000)}, token usage: {rng.random():.2f}, accept len: {acc:.2f}, "
+                f"accept rate: {acc / 4:.2f}, cuda graph: True, gen throughput (token/s): {rng.uniform(50, 400):.2f}, "
+                f"#queue-req: {rng.randint(0, 5)}, "
+            )
+        elif r < 0.90:
+            out.append(
+                f"[{ts} DP{i % 2} TP{(i % 2) * 2}] Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 900)}, "
+                f"#cached-token: {rng.randint(0, 500)}, token usage: {rng.random():.2f}, #running-req: "
+                f"{rng.randint(0, 48)}, #queue-req: 0, "
+            )
+        else:
+            out.append(f'[{ts}] INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /generate HTTP/1.1" 200 OK')
+    return "\n".join(out) + "\n"
+
+
+def generate(path: Path, size_mb: int) -> None:
+    rng = random.Random(7)
+    block = _block(rng, 20000).encode()
+    target = size_mb * 1024 * 1024
+    with open(path, "wb") as f:
+        f.write(STARTUP.encode())
+        written = 0
+        while written < target:
+            f.write(block)
+            written += len(block)
+        f.write(TAIL.encode())
+
+
+def timed(argv: list[str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - t0
+    if out.returncode not in (0, 1):
+        sys.exit(f"{argv[0]} failed ({out.returncode}): {out.stderr.strip()}")
+    return elapsed, out.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--keep", action="store_true", help="keep bench/out/big.log afterwards")
+    args = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    path = OUT / "big.log"
+    if not path.exists() or abs(path.stat().st_size - args.size_mb * 1024 * 1024) > 8 * 1024 * 1024:
+        print(f"generating {path} ({args.size_mb} MB) ...", flush=True)
+        generate(path, args.size_mb)
+    grep = shutil.which("grep") or "grep"
+    timed([grep, "-c", "Decode batch", str(path)])  # warm the page cache
+    t_grep, grep_out = timed([grep, "-c", "Decode batch", str(path)])
+    spectui = [sys.executable, "-m", "spectui", "check", "--json", str(path)]
+    t_check, check_out = timed(spectui)
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    result = json.loads(check_out)
+    size = path.stat().st_size / 1024 / 1024
+    print(f"file: {size:.0f} MB, {result['lines']} lines")
+    print(f"grep -c 'Decode batch': {t_grep:.2f} s -> {grep_out.strip()}")
+    print(f"spectui check --json:   {t_check:.2f} s -> decode {result['records']['decode']}")
+    print(f"ratio: {t_check / t_grep:.1f}x   (target <= 5x)")
+    print(f"peak RSS of the children (max of grep, spectui): {rss_mb:.0f} MB")
+    if int(grep_out.strip()) != result["records"]["decode"]:
+        print("MISMATCH: decode counts differ")
+        return 1
+    if not args.keep:
+        path.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
