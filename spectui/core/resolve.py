@@ -58,6 +58,7 @@ class Resolution:
     server_args: dict[str, object] | None = None  # ServerArgs fields after resolution (0.5.15+: as parsed)
     notes: list[FlagNote] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    help_requested: bool = False  # -h/--help: SGLang prints help and exits 0
 
 
 def prog_for(version: Version, entry: str = "launch_server") -> str:
@@ -96,7 +97,13 @@ def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
             "ValueError", f"{exc.flag} is deprecated", {}), "DeprecatedAction.__call__")
         return Resolution(outcome="error", argparse_error=None, error=err, requested={}, effective=None,
                           warnings=[], **base)
+    if parsed.help_requested:  # SGLang prints its help and exits 0; nothing is resolved
+        return Resolution(outcome="ok", argparse_error=None, error=None, requested={}, effective={},
+                          warnings=[], help_requested=True, **base)
     requested = dict(parsed.given)
+    if "config" in requested:
+        assumptions.append(f"flags inside --config {requested['config']} are merged by SGLang but not read "
+                           "here; put them on the command line to check them")
     st: dict[str, Any] = parsed.values
     raw = dict(st)
     warnings = list(parsed.parse_warnings)

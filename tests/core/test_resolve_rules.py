@@ -209,3 +209,9 @@ def test_sglang_serve_needs_literal_model_path_before_0511() -> None:
         "Exception", "Error: --model-path is required. Please provide the path to the model.")
     assert resolve(["--model", "/m"], "0.5.10").outcome == "ok"  # python -m sglang.launch_server
     assert resolve(["--model", "/m"], "0.5.23", entry="sglang").outcome == "ok"
+
+
+def test_help_and_config_file() -> None:
+    assert resolve(["-h"], "0.5.6.post2").help_requested
+    res = resolve(["--model-path", "m", "--config", "serve.yaml"], "0.5.6.post2")
+    assert any("--config serve.yaml" in a for a in res.assumptions)
