@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+
 from spectui.core.logparse import LogParser
-from spectui.core.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, PrefillSample, WarningEvent
+from spectui.core.records import (
+    DecodeSample,
+    ErrorEvent,
+    Milestone,
+    MilestoneKind,
+    PrefillSample,
+    WarningEvent,
+)
 
 
 def parse(lines: list[str]) -> tuple[LogParser, list]:

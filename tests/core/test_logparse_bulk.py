@@ -1,0 +1,95 @@
+"""The bulk reader of `spectui check` gives the same counts, events and metrics as line-by-line parsing."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from spectui.core.pipeline import Pipeline
+from spectui.core.records import DecodeSample, ErrorEvent, Milestone, WarningEvent
+
+STARTUP = [
+    "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting "
+    "--max-running-requests.",
+    "[2026-01-05 10:00:00] server_args=ServerArgs(model_path='/m', dp_size=2, speculative_num_draft_tokens=4)",
+    "[2026-01-05 10:00:01 DP0 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-01-05 10:00:02 DP0 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=9 GB",
+    "[2026-01-05 10:00:03] The server is fired up and ready to roll!",
+]
+RARE = [
+    "[2026-01-05 10:00:09 DP1 TP2] KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: "
+    "0.4 -> 0.6",
+    '[2026-01-05 10:00:09] INFO:     127.0.0.1:4000 - "GET /nothing HTTP/1.1" 404 Not Found',
+    "[2026-01-05 10:00:09 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl/scheduler.py", line 10, in run',
+    "ValueError: boom",
+    "a stray line without any prefix",
+]
+
+
+def make_log(seed: int, n: int) -> bytes:
+    rng = random.Random(seed)
+    out = list(STARTUP)
+    for i in range(n):
+        ts = f"2026-01-05 {10 + i // 3600 % 10:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        r = rng.random()
+        dp = i % 2
+        if r < 0.0005:
+            out.extend(RARE)
+        elif r < 0.0006:
+            out.extend(STARTUP)  # a relaunch
+        elif r < 0.75:
+            acc = 1 + rng.random() * 2
+            out.append(f"[{ts} DP{dp} TP{dp * 2}] Decode batch, #running-req: {rng.randint(1, 48)}, #token: 9, "
+                       f"token usage: 0.10, accept len: {acc:.2f}, accept rate: 0.50, cuda graph: True, "
+                       f"gen throughput (token/s): {rng.uniform(50, 300):.2f}, #queue-req: {rng.randint(0, 3)}, ")
+        elif r < 0.88:
+            out.append(f"[{ts} DP{dp} TP{dp * 2}] Prefill batch, #new-seq: 1, #new-token: 60, #cached-token: 0, "
+                       f"token usage: 0.10, #running-req: 3, #queue-req: 0, ")
+        else:
+            out.append(f'[{ts}] INFO:     127.0.0.1:{rng.randint(1000, 9999)} - "POST /generate HTTP/1.1" 200 OK')
+    return ("\n".join(out) + "\n").encode()
+
+
+def run(data: bytes, *, bulk: bool, chunk: int) -> tuple[Pipeline, list]:
+    pipe = Pipeline(bulk=bulk, window=50)
+    recs: list = []
+    for i in range(0, len(data), chunk):
+        recs += pipe.feed_bytes(data[i : i + chunk]).records
+    recs += pipe.finish().records
+    return pipe, recs
+
+
+def summary(pipe: Pipeline, recs: list) -> dict:
+    events = [(type(r).__name__, r.line, getattr(r, "exc_type", getattr(r, "kind", None)))
+              for r in recs if isinstance(r, ErrorEvent | Milestone | WarningEvent)]
+    launches = [(s.launch, s.launch_first_line, s.phase, s.samples, s.prefill_samples, s.accept_len,
+                 s.accept_rate, s.gen_tokens_per_s, s.running_req, s.queue_req, s.errors, s.warnings)
+                for s in pipe.metrics.snapshot_all()]
+    return {"lines": pipe.parser.lines_seen, "counts": dict(pipe.parser.counts), "events": events,
+            "launches": launches}
+
+
+@pytest.mark.parametrize(("seed", "chunk"), [(1, 1 << 16), (2, 8 << 20), (3, 300_001)])
+def test_bulk_equals_line_by_line(seed: int, chunk: int) -> None:
+    data = make_log(seed, 20_000)
+    slow = summary(*run(data, bulk=False, chunk=1 << 20))
+    fast_pipe, fast_recs = run(data, bulk=True, chunk=chunk)
+    fast = summary(fast_pipe, fast_recs)
+    assert fast == slow
+    assert len(slow["launches"]) > 1 and slow["counts"]["error"] > 0  # the data did exercise relaunches and errors
+    # bulk really skipped work: far fewer decode records than decode lines
+    assert sum(isinstance(r, DecodeSample) for r in fast_recs) < fast_pipe.parser.counts["decode"]
+
+
+def test_bulk_on_a_log_without_rare_lines_keeps_first_line_and_tail() -> None:
+    lines = [f"[2026-01-05 10:00:{i % 60:02d} TP0] Decode batch, #running-req: 1, #token: 9, token usage: 0.10, "
+             f"accept len: {1 + (i % 10) / 10:.2f}, cuda graph: True, gen throughput (token/s): 100.00, "
+             f"#queue-req: 0, " for i in range(5000)]
+    data = ("\n".join(lines) + "\n").encode()
+    slow_pipe, _ = run(data, bulk=False, chunk=1 << 20)
+    fast_pipe, recs = run(data, bulk=True, chunk=1 << 20)
+    assert summary(fast_pipe, recs) == summary(slow_pipe, [])
+    assert fast_pipe.snapshot.launch_first_line == 1
+    assert recs[-1].skipped_decode + len(recs) == 5000
