@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from spectui.commands.sshopts import add_ssh_options  # noqa: F401  (kept importable from here)
 
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -20,19 +23,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "relaunch": ("spectui.commands.relaunch", "restart the server with edited flags (diff, verdict, confirm)"),
     "rules": ("spectui.commands.rules", "list, explain and test the diagnosis rules"),
 }
-
-
-def add_ssh_options(parser: argparse.ArgumentParser) -> None:
-    """SSH options shared by every command that connects (CONTRACTS.md, Targets)."""
-    group = parser.add_argument_group("ssh")
-    group.add_argument("--ssh-config", metavar="FILE", help="ssh config file (like ssh -F)")
-    group.add_argument("-i", "--identity", metavar="FILE", action="append", help="identity (private key) file")
-    group.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
-    group.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="trust and record an unknown host key (like StrictHostKeyChecking=accept-new)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,12 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # `spectui watch ... | head`: the reader went away; exit quietly like grep does.
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            return 0
-
+        # `spectui watch ... | head`: the reader went away. Point stdout at devnull so the flush at exit
+        # does not raise again (the recipe in Python's signal docs), and exit quietly like grep.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

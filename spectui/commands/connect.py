@@ -12,7 +12,7 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spectui.cli import add_ssh_options
+    from spectui.commands.sshopts import add_ssh_options
 
     parser.add_argument("target", metavar="TARGET",
                         help="local, [user@]host[:port], [user@]host[:port]:/path/to/log, or /path/to/log")

@@ -9,7 +9,7 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spectui.cli import add_ssh_options
+    from spectui.commands.sshopts import add_ssh_options
 
     parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port]")
     parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spectui.cli import add_ssh_options
+from spectui.commands.sshopts import add_ssh_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

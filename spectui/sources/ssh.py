@@ -31,7 +31,7 @@ NOTIFY_WINDOW = 512  # bytes the wake-up `tail` may send before its channel bloc
 
 @dataclass(frozen=True, slots=True)
 class SSHOptions:
-    """The SSH options of spectui.cli.add_ssh_options."""
+    """The SSH options of spectui.commands.sshopts.add_ssh_options."""
 
     ssh_config: str | None = None
     identities: tuple[str, ...] = ()
@@ -70,8 +70,9 @@ class SFTPFile:
             raise _host_error(exc, self._name) from None
 
     async def close(self) -> None:
+        # Bounded: on a stalled link the close request would never be answered.
         with contextlib.suppress(Exception):
-            await self._handle.close()
+            await asyncio.wait_for(self._handle.close(), 2.0)
 
 
 class _WakeSession(asyncssh.SSHClientSession):
@@ -134,8 +135,10 @@ class SSHHost:
         port: int | None = None,
         options: SSHOptions | None = None,
         read_only: bool = False,
+        keepalive_interval: float = KEEPALIVE_INTERVAL,
     ) -> None:
         self.host = host
+        self.keepalive_interval = keepalive_interval
         self.user = user
         self.port = port
         self.options = options or SSHOptions()
@@ -150,7 +153,7 @@ class SSHHost:
     # -- connection --------------------------------------------------------------------------------
 
     def _connect_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "keepalive_interval": KEEPALIVE_INTERVAL,
+        kw: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "keepalive_interval": self.keepalive_interval,
                               "keepalive_count_max": 3}
         if self.user:
             kw["username"] = self.user

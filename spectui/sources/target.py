@@ -77,7 +77,7 @@ def parse_target(text: str) -> Target:
 def open_host(target: Target, args: Any = None, *, read_only: bool = False) -> Any:
     """The Host for a target (not yet connected for SSH: call `await host.connect()`).
 
-    `args` is an argparse namespace carrying the SSH options of `spectui.cli.add_ssh_options`.
+    `args` is an argparse namespace carrying the SSH options of `spectui.commands.sshopts.add_ssh_options`.
     """
     if target.kind != "ssh":
         from spectui.sources.local import LocalHost
