@@ -212,7 +212,7 @@ def _capture_names(clauses: Iterable[Any]) -> Iterable[str]:
         if isinstance(clause, GroupClause):
             yield from _capture_names(clause.of)
         elif isinstance(clause, LogClause):
-            for source in (clause.pattern, clause.message):
+            for source in (clause.pattern, clause.message, clause.source):
                 if source:
                     with contextlib.suppress(re.error):  # reported by _regex with its field name
                         yield from re.compile(source).groupindex

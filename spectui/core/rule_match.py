@@ -58,8 +58,11 @@ def match_log(clause: CLog, record: Record, text: str) -> dict[str, Any] | None:
             return None
         if clause.frame_file is not None and not any(clause.frame_file.search(f.file) for f in record.frames):
             return None
-        if clause.source is not None and not (record.frames and clause.source.search(record.frames[-1].source)):
-            return None
+        if clause.source is not None:
+            m = clause.source.search(record.frames[-1].source) if record.frames else None
+            if m is None:
+                return None
+            captures.update({k: v for k, v in m.groupdict().items() if v is not None})
         captures.update(exc_type=record.exc_type, message=record.message, headline=record.headline)
         if record.frames:
             inner = record.frames[-1]

@@ -67,6 +67,7 @@ CAPTURE_NAMES = {
     "frame": "function of the innermost frame (the one that raised)", "frame_file": "its file",
     "frame_line": "its line number", "frames": "every frame function, innermost last",
     "milestone": "milestone kind",
+    "stage": "start-up stage when the record came: the last milestone kind (graph_capture_begin, ...) or serving",
 }
 _DEST = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -125,6 +125,7 @@ class RuleEngine:
         self._config_dirty = True
         self._launch_open = False  # a launch has shown activity (so the next server_args= starts another)
         self._last_activity = 0
+        self._stage = ""  # last start-up milestone kind of this launch, or "serving" (m.stage)
 
     @property
     def rules(self) -> list[Rule]:
@@ -163,6 +164,7 @@ class RuleEngine:
         self._current = {k: d for k, d in self._current.items()
                          if d.first_line is not None and d.first_line >= boundary}
         self._launch_open = False
+        self._stage = ""
 
     def feed(self, records: Sequence[Record], snapshot: Any = None) -> list[Diagnosis]:
         """Process a batch; returns the diagnoses raised or changed by it."""
@@ -174,6 +176,7 @@ class RuleEngine:
             if rtype is DecodeSample:
                 self._window.add(record)  # type: ignore[arg-type]
                 decode_seen = True
+                self._stage = "serving"
             elif rtype is Milestone:
                 self._milestone(record)  # type: ignore[arg-type]
             if isinstance(record, _ACTIVITY) and not (
@@ -230,6 +233,8 @@ class RuleEngine:
             self._config_dirty = True
         if record.kind != MilestoneKind.SHUTDOWN:
             self._window.start_seen = True
+        if self._stage != "serving" or record.kind == MilestoneKind.SERVER_ARGS:
+            self._stage = str(record.kind)
 
     def _dispatch(self, record: Record, groups: Mapping[str | None, list[tuple[Rule, CLog]]],
                   touched: set[str]) -> None:
@@ -241,6 +246,7 @@ class RuleEngine:
             for rule, clause in clauses:
                 captures = match_log(clause, record, text)
                 if captures is not None:
+                    captures["stage"] = self._stage
                     found.append((rule, clause, captures))
         specific = frozenset(rule.id for rule, _, _ in found if not rule.fallback)
         end = getattr(record, "end_line", 0) or record.line
