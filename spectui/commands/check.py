@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launch", metavar="CMD", help="the launch command, when the log does not hold it")
     parser.add_argument("--sglang-version", metavar="V", help="SGLang release (default: guessed from the log)")
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], help="extra rules directory")
+    parser.add_argument("--baseline-tps", metavar="TPS", type=float,
+                        help="decode tok/s of this server without speculation (for the slower-than-baseline rule)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,5 +59,27 @@ def _severity(diagnosis: Any) -> str:
 
 
 def _build_engine(args: argparse.Namespace) -> Any:
-    """The rule engine for --launch/--sglang-version/--rules. Wired by the rules work; None until then."""
-    return None
+    """The rule engine: built-in rules, the user's ($XDG_CONFIG_HOME/spectui/rules) and --rules DIRs."""
+    import os
+    from pathlib import Path
+
+    from spectui.commands.checkrun import CheckInputError
+    from spectui.core.rules import RuleEngine, default_rule_dirs, load_rules
+    from spectui.errors import CommandParseError
+
+    for directory in args.rules:
+        if not Path(directory).is_dir():
+            raise CheckInputError(f"--rules {directory}: not a directory of rule files")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    rules, errors = load_rules([*default_rule_dirs(config_home), *map(Path, args.rules)])
+    for error in errors:  # a broken rule file is reported and skipped; the others still run
+        print(f"spectui check: {error}", file=sys.stderr)
+    launch = None
+    if args.launch:
+        from spectui.core.rule_examples import parse_launch
+
+        try:
+            launch = parse_launch(args.launch)
+        except CommandParseError as exc:
+            raise CheckInputError(f"--launch: {exc}") from None
+    return RuleEngine(rules, launch=launch, version=args.sglang_version, baseline_tps=args.baseline_tps)

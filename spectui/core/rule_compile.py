@@ -201,7 +201,7 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
         priority=model.priority, fallback=model.fallback, versions=model.versions, root=root,
         diagnosis=tuple(_template(t, f"diagnosis.{i}", vocab) for i, t in enumerate(diagnosis)),
         evidence=tuple(_template(t, f"evidence.{i}", vocab) for i, t in enumerate(model.evidence)),
-        fixes=tuple(fixes), explanation=model.explanation.strip(), links=tuple(model.links),
+        fixes=tuple(fixes), explanation=" ".join(model.explanation.split()), links=tuple(model.links),
         examples=tuple(model.examples), path=path, log_clauses=tuple(logs),
         metric_clauses=tuple(metrics), has_config=has_config,
     )
@@ -292,7 +292,8 @@ def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
     try:
         model = RuleModel.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        # A typo shows up twice (unknown key + missing field): name the unknown key, it is the typo.
+        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         field = _field_path(err["loc"])
         extra = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return None, f"{label}: rule {rule_id}: field '{field}': {err['msg']}{extra}"

@@ -71,6 +71,7 @@ class _Hit:
     first_line: int
     last_line: int
     captures: dict[str, Any]
+    first_text: str = ""  # what the first matching record said (evidence)
     # fallback rules only: (line, end, captures, rules that also matched the record) for recent records,
     # so a record another rule explains is dropped at evaluation time
     records: list[tuple[int, int, dict[str, Any], frozenset[str]]] = field(default_factory=list)
@@ -215,7 +216,7 @@ class RuleEngine:
         for key, hit in hits.items():
             left = [r for r in hit.records if not (r[3] and any(i in self._current for i in r[3]))]
             if left:
-                out[key] = _Hit(len(left), left[0][0], left[-1][1], left[-1][2])
+                out[key] = _Hit(len(left), left[0][0], left[-1][1], left[-1][2], str(left[0][2].get("text", "")))
         return out
 
     def _milestone(self, record: Milestone) -> None:
@@ -253,7 +254,8 @@ class RuleEngine:
         for rule, clause, captures in found:
             hit = self._hits[rule.id].get(clause.key)
             if hit is None:
-                hit = self._hits[rule.id][clause.key] = _Hit(1, record.line, end, captures)
+                hit = self._hits[rule.id][clause.key] = _Hit(1, record.line, end, captures,
+                                                             str(captures.get("text", "")))
             else:
                 hit.count += 1
                 hit.last_line = end
@@ -288,8 +290,8 @@ class RuleEngine:
         message = next((t for t in (tpl.render(env) for tpl in rule.diagnosis) if t is not None), None)
         if message is None:
             message = rule.diagnosis[-1].render(lambda n: "?" if env(n) is None else env(n)) or ""
-        evidence = outcome.evidence + [t for t in (tpl.render(env) for tpl in rule.evidence) if t]
-        count = sum(h.count for h in hits.values()) or 1
+        evidence = list(dict.fromkeys(outcome.evidence + [t for t in (tpl.render(env) for tpl in rule.evidence) if t]))
+        count = max((h.count for h in hits.values()), default=1)
         previous = self._current.get(rule.id)
         lines = outcome.lines or ([previous.first_line] if previous and previous.first_line else [])
         first = min(lines) if lines else None
@@ -332,7 +334,7 @@ class RuleEngine:
             if hit is None:
                 return _Outcome(False)
             more = f" (x{hit.count}, last at line {hit.last_line})" if hit.count > 1 else ""
-            return _Outcome(True, [f"line {hit.first_line}: {hit.captures.get('text', '')}{more}"],
+            return _Outcome(True, [f"line {hit.first_line}: {hit.first_text}{more}"],
                             [hit.first_line, hit.last_line])
         if isinstance(node, CMetric):
             agg = self._aggregates(node, cache)
