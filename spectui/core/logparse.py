@@ -201,21 +201,21 @@ class LogParser:
                     self._emit(make_prefill(n, ctx, m), RecordKind.PREFILL, out)
                 return
         if "Traceback (most recent call last)" in msg:
-            ev = PendingEvent(line=n, ctx=ctx, headline=msg)
-            ev.headline_exception()
-            self._label_from_one_liners(ev, msg)
-            self._pending = ev
+            pend = PendingEvent(line=n, ctx=ctx, headline=msg)
+            pend.headline_exception()
+            self._label_from_one_liners(pend, msg)
+            self._pending = pend
             return
         if not prefixed:
             if FRAME_RE.match(msg):  # a traceback whose start was cut off
-                ev = PendingEvent(line=n, ctx=ctx, headline=msg)
-                ev.consume(msg)
-                self._pending = ev
+                pend = PendingEvent(line=n, ctx=ctx, headline=msg)
+                pend.consume(msg)
+                self._pending = pend
                 return
             if msg[:1].isalpha() and EXC_RE.match(msg):
-                ev = PendingEvent(line=n, ctx=ctx, headline=msg)
-                ev.consume(msg)
-                self._emit(ev.close(), RecordKind.ERROR, out)
+                pend = PendingEvent(line=n, ctx=ctx, headline=msg)
+                pend.consume(msg)
+                self._emit(pend.close(), RecordKind.ERROR, out)
                 return
         if ": error: " in msg:
             m = _ARGPARSE_RE.match(msg)
@@ -246,7 +246,7 @@ class LogParser:
                         self._emit(ev, RecordKind.ERROR, out)
                         return
                 break
-        if (msg.endswith(":") or msg.startswith("Exception in ")) and _HELD_OPENER_RE.search(msg):
+        if (msg.endswith(":") or msg.startswith("Exception in ")) and _HELD_OPENER_RE.search(msg.rstrip()):
             self._pending = PendingEvent(line=n, ctx=ctx, headline=msg, label="Error", held=True)
             return
         category = self._warning_category(msg, prefixed, level, colored)
@@ -255,7 +255,7 @@ class LogParser:
             return
         if level in ("ERROR", "CRITICAL"):
             ev = ErrorEvent(line=n, ctx=ctx, exc_type="LoggedError", message=msg.strip(), end_line=n,
-                            headline=msg, lines=(msg,))
+                            headline=msg, lines=(msg,), fatal=False)
             self._emit(ev, RecordKind.ERROR, out)
             return
         self.counts[RecordKind.OTHER] += 1

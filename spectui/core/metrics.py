@@ -262,7 +262,7 @@ class MetricsTracker:
                 self._milestone(cur, rec)
             elif isinstance(rec, ErrorEvent):
                 cur.errors += 1
-                if rec.exc_type != "LoggedError" and cur.phase is not ServerPhase.STOPPED:
+                if rec.fatal and cur.phase is not ServerPhase.STOPPED:
                     if cur.phase is not ServerPhase.CRASHED:
                         cur.crash_line = rec.line
                     cur.phase = ServerPhase.CRASHED

@@ -145,6 +145,9 @@ class ErrorEvent:
     headline: str = ""  # the line that opened it, e.g. "Scheduler hit an exception: Traceback ..."
     frames: tuple[Frame, ...] = ()
     lines: tuple[str, ...] = ()  # the raw lines of the event (capped), for evidence and display
+    # False when the server keeps running: a failed request ("Exception in ASGI application") or a plain
+    # ERROR-level log line ("LoggedError"). Fatal events put the server phase to "crashed".
+    fatal: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,8 @@ EXC_RE = re.compile(
     r"|Exception|KeyboardInterrupt|StopIteration|GeneratorExit))(?::(?: (?P<msg>.*))?)?\s*$"
 )
 _MARKER_RE = re.compile(r"^\s*[\^~]+\s*$")  # Python 3.11+ caret lines under the source line
+# Tracebacks the server survives: one request failed.
+NON_FATAL_HEADLINES = ("Exception in ASGI application", "Exception in callback", "Error in request")
 MAX_EVENT_LINES = 400  # raw lines kept per event (evidence and display); the rest are counted only
 MAX_FRAMES = 200
 MAX_LINES_AFTER_EXC = 20  # multi-line exception messages; more than this and the traceback is over
@@ -97,6 +99,7 @@ class PendingEvent:
         exc_type = self.exc_type or self.label
         message = self.exc_msg if self.exc_type is not None else (self.label_msg or self.headline.strip())
         return ErrorEvent(
+            fatal=not any(text in self.headline for text in NON_FATAL_HEADLINES),
             line=self.line,
             ctx=self.ctx,
             exc_type=exc_type,

@@ -25,8 +25,8 @@ _GRAPH_RE = re.compile(r"\b(?:cuda|cpu|npu|musa|xpu) graph: ")
 
 def note_prefix(hints: VersionHints, style: str, ctx: LineContext, raw: str) -> None:
     if style == "sglang":
-        if "." in (ctx.ts or "")[-4:] or "," in (ctx.ts or ""):
-            return
+        if raw.startswith("[") and raw[20:21] in (".", ","):
+            hints.add("prefix_ms", (0, 5, 6), None, weak=True)  # SGLANG_LOG_MS=1
         tags = ctx.tags
         if tags:
             if "ATTN_CP" in tags or "MOE_DP" in tags:

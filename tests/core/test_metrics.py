@@ -155,3 +155,19 @@ def test_pipeline_tells_the_engine_about_a_relaunch_at_the_right_record() -> Non
     assert up.new_launch and up.snapshot.launch == 2
     assert engine.calls == [("feed", [1, 2]), ("feed", [3]), ("new_launch", None), ("feed", [4, 5])]
     assert up.diagnoses == ("d2", "d4")
+
+
+def test_a_failed_request_is_an_error_but_not_a_crash() -> None:
+    lines = [
+        FIRED_UP, decode(2.0),
+        "[2025-12-03 10:00:07] ERROR:    Exception in ASGI application",
+        "Traceback (most recent call last):",
+        '  File "/sgl/http_server.py", line 10, in generate',
+        "ValueError: bad request body",
+        decode(2.0),
+    ]
+    pipe = Pipeline()
+    up = pipe.feed_lines(lines)
+    (err,) = [r for r in up.records if r.__class__.__name__ == "ErrorEvent"]
+    assert (err.exc_type, err.message, err.fatal) == ("ValueError", "bad request body", False)
+    assert up.snapshot.phase is ServerPhase.SERVING and up.snapshot.errors == 1
