@@ -10,10 +10,11 @@ from typing import IO, Any
 from spectui.core.logparse import guess_version
 from spectui.core.metrics import MetricSnapshot
 from spectui.core.pipeline import Pipeline
-from spectui.core.records import ErrorEvent, RecordKind
+from spectui.core.records import ErrorEvent, RecordKind, WarningEvent
 
 CHUNK = 8 * 1024 * 1024
 MAX_ERRORS = 200  # listed in the result; all are counted
+MAX_WARNINGS = 50  # distinct warning texts kept for the human summary
 _BINARY_SNIFF = 65536
 
 
@@ -47,6 +48,7 @@ class CheckResult:
     errors_total: int
     diagnoses: list[Any] = field(default_factory=list)
     looks_binary: bool = False
+    warnings: dict[str, WarningEvent] = field(default_factory=dict)  # first of each distinct text
 
     def to_json(self) -> dict[str, Any]:
         cur = self.current
@@ -124,13 +126,18 @@ def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
     head = b""
     diagnoses: dict[Any, Any] = {}
 
+    warnings: dict[str, WarningEvent] = {}
+
     def take(records: tuple[Any, ...]) -> None:
         nonlocal errors_total
         for rec in records:
-            if type(rec) is ErrorEvent:
+            kind = type(rec)
+            if kind is ErrorEvent:
                 errors_total += 1
                 if len(errors) < MAX_ERRORS:
                     errors.append(rec)
+            elif kind is WarningEvent and rec.text not in warnings and len(warnings) < MAX_WARNINGS:
+                warnings[rec.text] = rec
 
     try:
         while True:
@@ -159,4 +166,5 @@ def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
         errors_total=errors_total,
         diagnoses=list(diagnoses.values()),
         looks_binary=recognised == 0 and _looks_binary(head),
+        warnings=warnings,
     )

@@ -49,12 +49,38 @@ def _decode_table(s: MetricSnapshot) -> Table:
     return table
 
 
+_SPEC_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+              "speculative_num_draft_tokens", "max_running_requests", "disable_cuda_graph",
+              "disable_overlap_schedule", "tp_size", "dp_size")
+
+
+def _launches_table(launches: list[MetricSnapshot]) -> Table:
+    table = Table(title="launches", title_justify="left")
+    for col in ("#", "from line", "phase", "decode lines", "accept len mean", "gen tok/s mean", "errors"):
+        table.add_column(col, justify="right" if col not in ("phase",) else "left")
+    for s in launches:
+        table.add_row(str(s.launch), _num(s.launch_first_line), s.phase.value, str(s.samples),
+                      _num(s.accept_len.mean), _num(s.gen_tokens_per_s.mean, 1), str(s.errors))
+    return table
+
+
+def _server_args_line(args: Any) -> Text | None:
+    if not args:
+        return None
+    shown = [(k, args[k]) for k in _SPEC_KEYS if k in args and args[k] is not None]
+    if not shown:
+        return None
+    text = Text("resolved server_args: ", style="bold")
+    text.append_text(_clean(", ".join(f"{k}={v}" for k, v in shown), 400))
+    return text
+
+
 def render(result: CheckResult, name: str, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, soft_wrap=True)
     cur = result.current
     header = Text()
     header.append("spectui check ", style="bold")
-    header.append(name)
+    header.append_text(_clean(name))
     console.print(header)
     if result.lines == 0:
         console.print(Text("empty log: nothing to check", style="dim"))
@@ -65,10 +91,22 @@ def render(result: CheckResult, name: str, console: Console | None = None) -> No
     phase.append(cur.phase.value, style=_PHASE_STYLE.get(cur.phase, "cyan"))
     phase.append(f"   launches: {len(result.launches)}   SGLang: {result.version_guess or 'unknown'}")
     console.print(phase)
+    if len(result.launches) > 1:
+        console.print(_launches_table(result.launches))
+    args_line = _server_args_line(cur.server_args)
+    if args_line is not None:
+        console.print(args_line)
     if cur.samples:
         console.print(_decode_table(cur))
     elif result.counts.get(RecordKind.DECODE):
         console.print(Text("no decode lines in the last launch", style="dim"))
+    if result.warnings:
+        console.print(Text(f"warnings: {result.counts.get(RecordKind.WARNING, 0)} "
+                           f"({len(result.warnings)} distinct)", style="yellow"))
+        for w in list(result.warnings.values())[:_MAX_SHOWN]:
+            line = Text(f"  line {w.line}: ", style="dim")
+            line.append_text(_clean(w.text))
+            console.print(line)
     if result.errors_total:
         console.print(Text(f"errors: {result.errors_total}", style="bold red"))
         for e in result.errors[-_MAX_SHOWN:]:
