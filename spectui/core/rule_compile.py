@@ -296,7 +296,10 @@ def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
         err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         field = _field_path(err["loc"])
         extra = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return None, f"{label}: rule {rule_id}: field '{field}': {err['msg']}{extra}"
+        msg = err["msg"]
+        if err["type"] in ("union_tag_not_found", "union_tag_invalid"):
+            msg = "needs kind = one of log, metric, config, all, any, none"
+        return None, f"{label}: rule {rule_id}: field '{field}': {msg}{extra}"
     try:
         return compile_rule(model, label), None
     except RuleLoadError as exc:
