@@ -172,7 +172,11 @@ async def execute(
         sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
         log=plan.log_path,
     ))
-    result = await runner.run()
+    try:
+        result = await runner.run()
+    except RelaunchError as exc:  # refused at the stop itself: the old server runs untouched
+        store.update(launch_id, outcome="failed", error=str(exc), ended=now_iso())
+        raise
     store.update(
         launch_id, new_pid=result.new.pid, outcome=_outcome(result), error=result.new.error,
         rollback_pid=result.rollback.pid if result.rollback else None,

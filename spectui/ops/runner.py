@@ -15,7 +15,22 @@ from spectui.ops.hostcmds import ProcEntry, check_pgid
 from spectui.ops.plan import RelaunchPlan, new_log_path
 from spectui.ops.relaunch import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 
+ROLLBACK_HEALTH_MIN_S = 900.0
 _PHASE_STEPS = {"loading": Step.LOADING, "capturing": Step.CAPTURING}
+
+
+# Categories that explain why a launch died; a silent override is worth reporting but is not the cause.
+_FATAL = ("oom", "unrecognized-argument", "invalid-argument", "cuda-graph", "nccl", "weight-load",
+          "hidden-state-mismatch", "port-in-use", "crash")
+
+
+def _cause(diagnoses: Sequence[Any]) -> Any:
+    """The diagnosis to name in a failed launch's one-line error: the most specific fatal one."""
+    for category in _FATAL:
+        for d in diagnoses:
+            if d.category == category:
+                return d
+    return diagnoses[0] if diagnoses else None
 
 
 class _Failed(Exception):
@@ -122,7 +137,10 @@ class Runner:
         o = self.opt
         self._note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
         sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own)
-        if not sent.delivered and sent.reason not in ("gone",):
+        if not sent.delivered and sent.reason != "gone":
+            if first:  # nothing was signalled: the old server still runs untouched
+                raise RelaunchError(f"could not signal process group {pgid} on {self.host.name} "
+                                    f"({sent.reason}); nothing was changed")
             raise _Failed(f"could not signal process group {pgid}: {sent.reason}")
         left = await procs.wait_group_gone(self.host, pgid, o.stop_grace_s)
         if left:
@@ -154,25 +172,29 @@ class Runner:
             return Attempt(None, log, False, str(exc))
         watcher = LaunchWatcher(self.host, pid, log, port, s.host_addr, pipeline=self._pipeline(rollback),
                                 on_phase=lambda ph: self._phase(ph, pid, rollback))
-        out = await watcher.wait_healthy(self.opt.health_timeout_s)
+        # The previous command was serving minutes ago: give it the time a big model needs to load even
+        # when --health-timeout was set short for the new one.
+        timeout = max(self.opt.health_timeout_s, ROLLBACK_HEALTH_MIN_S) if rollback else self.opt.health_timeout_s
+        out = await watcher.wait_healthy(timeout)
         if out.healthy:
             self._note(Step.HEALTHY, f"pid {pid} healthy ({out.reason})", rollback=rollback, pid=pid)
             if self.opt.observe_s > 0 and not rollback:
                 self._note(Step.OBSERVING, f"reading the log for {self.opt.observe_s:g} s", pid=pid)
                 out = await watcher.observe(self.opt.observe_s)
                 if not out.healthy:
-                    return self._attempt(pid, log, out, "crashed after becoming healthy")
-        return self._attempt(pid, log, out, None)
+                    return self._attempt(pid, log, out, "crashed after becoming healthy", timeout)
+        return self._attempt(pid, log, out, None, timeout)
 
-    def _attempt(self, pid: int, log: str, out: HealthOutcome, error: str | None) -> Attempt:
+    def _attempt(self, pid: int, log: str, out: HealthOutcome, error: str | None, timeout: float) -> Attempt:
         if not out.healthy and error is None:
             error = {
                 "crashed": "the server crashed during start-up",
                 "exited": "the server exited during start-up",
-                "timeout": f"not healthy after {self.opt.health_timeout_s:g} s (phase {out.phase})",
+                "timeout": f"not healthy after {timeout:g} s (phase {out.phase})",
             }.get(out.reason, out.reason)
-            if out.diagnoses:
-                error += f" — {out.diagnoses[0].rule}: {out.diagnoses[0].title}"
+            cause = _cause(out.diagnoses)
+            if cause is not None:
+                error += f" — {cause.rule}: {cause.title}"
         return Attempt(pid, log, out.healthy, error, out.diagnoses, out.accept_len, out.gen_tokens_per_s)
 
     def _phase(self, phase: str, pid: int, rollback: bool) -> None:

@@ -85,7 +85,9 @@ def test_oom_at_capture_rolls_back_to_the_serving_old_server(lab: SimLab, target
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
     assert out["healthy"] is False and out["rolled_back"] is True
-    assert any(d["category"] == "oom" for d in out["diagnoses"]), out["diagnoses"]
+    oom = [d for d in out["diagnoses"] if d["category"] == "oom"]
+    assert oom, out["diagnoses"]
+    assert oom[0]["rule"] in out["error"]  # the one-line error names the cause, not a side issue
     restored = out["rollback"]["pid"]
     assert alive(restored) and proc_argv(restored) == old_argv
     assert health(lab.port) == 200

@@ -5,6 +5,7 @@ a health timeout, a crash without rollback. Real processes on the local host thr
 from __future__ import annotations
 
 import os
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -177,3 +178,16 @@ async def test_gpu_memory_never_released_names_the_holder_and_rolls_back(
     # The old command is restored (the best chance of getting back to a serving host) and says so.
     assert result.rolled_back and health(lab.port) == 200
     assert proc_argv(result.rollback.pid) == list(plan.server.argv)
+
+
+async def test_progress_as_async_iterator_ends_with_the_refusal(tmp_path: Path) -> None:
+    from spectui.ops.relaunch import Progress, Step, relaunch_events
+
+    server = ServerProcess(pid=999999, pgid=999999, argv=(sys.executable, "-m", "sglang.launch_server",
+                                                           "--model-path", "/m"),
+                           env={}, cwd=str(tmp_path), log_path=None, port=30000, host_addr="127.0.0.1")
+    plan = build_plan(server, Edits(), host_name="local", now=datetime.now())
+    items = [i async for i in relaunch_events(LocalHost(read_only=True), plan, FAST,
+                                              history=HistoryStore(tmp_path / "h.jsonl"))]
+    assert isinstance(items[0], Progress) and items[0].step == Step.CHECKING
+    assert isinstance(items[-1], RelaunchError) and "read-only" in str(items[-1])

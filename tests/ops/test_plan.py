@@ -1,0 +1,114 @@
+"""The relaunch plan without a host: edits, diff, verdict, new log name, exact host commands."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from spectui.errors import UsageError
+from spectui.ops.hostcmds import display_argv, parse_gpu_apps, redact_env
+from spectui.ops.plan import Edits, build_plan, new_log_path, port_of, resolvable_args
+from spectui.sources.base import ServerProcess
+
+NOW = datetime(2026, 11, 30, 15, 4, 5)
+# The seed launch (/work/shared/seeds/002), as /proc/PID/cmdline shows it.
+SEED = ("/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/shared/kimi-k2.5-int4",
+        "--trust-remote-code", "--tp-size", "8", "--port", "8000", "--speculative-algorithm", "EAGLE3",
+        "--speculative-draft-model-path", "/data/eagle3/output_100k_sglang/4", "--speculative-eagle-topk", "1",
+        "--speculative-num-draft-tokens", "16", "--speculative-num-steps", "1")
+
+
+def server(argv: tuple[str, ...] = SEED, **kw: object) -> ServerProcess:
+    base = dict(pid=4242, pgid=4242, argv=argv, env={"NCCL_PROTO": "LL", "HF_TOKEN": "hf_secret"},
+                cwd="/root", log_path="/data/eagle3/synth_100k/logs/sglang_eagle3_16.log", port=8000,
+                host_addr="127.0.0.1", program="python -m sglang.launch_server")
+    base.update(kw)
+    return ServerProcess(**base)  # type: ignore[arg-type]
+
+
+def test_edits_from_cli() -> None:
+    e = Edits.from_cli(["speculative-num-steps=15", "--enable-metrics", "served-model-name=a=b"], ["x"])
+    assert e.sets == (("speculative-num-steps", "15"), ("enable-metrics", None), ("served-model-name", "a=b"))
+    assert e.unsets == ("x",)
+    for bad in (["=3"], ["--"]):
+        with pytest.raises(UsageError, match="FLAG=VALUE"):
+            Edits.from_cli(bad)
+    with pytest.raises(UsageError):
+        Edits.from_cli([], ["a=b"])
+
+
+def test_seed_plan_undoes_the_silent_override() -> None:
+    plan = build_plan(server(), Edits.from_cli(["speculative-num-steps=15"]), host_name="root@gpu1", now=NOW,
+                      server_version="0.5.6")
+    assert [(c.flag, c.old, c.new) for c in plan.changes] == [("--speculative-num-steps", "1", "15")]
+    assert plan.resolution.outcome == "ok" and not plan.needs_force
+    assert plan.version == "0.5.6.post2" and "0.5.6" in plan.version_note
+    assert ("speculative_num_draft_tokens", 2, 16) in plan.effective_changes
+    assert plan.new.argv == [*SEED[:-1], "15"]
+    assert plan.log_path == "/data/eagle3/synth_100k/logs/sglang_eagle3_16-20261130-150405.log"
+    assert plan.port == 8000
+
+
+def test_unknown_version_uses_newest_and_says_so() -> None:
+    plan = build_plan(server(), Edits(), host_name="local", now=NOW)
+    assert plan.version_note == "server version unknown, newest bundled release used"
+    assert plan.changes == ()
+
+
+def test_rejected_command_needs_force() -> None:
+    plan = build_plan(server(), Edits.from_cli(["num-speculative-tokens=16"]), host_name="local", now=NOW)
+    assert plan.needs_force and plan.resolution.outcome == "argparse_error"
+    assert "unrecognized arguments: --num-speculative-tokens 16" in plan.verdict_line
+
+
+def test_unset_of_absent_flag_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="has no --enable-metrics"):
+        build_plan(server(), Edits.from_cli([], ["enable-metrics"]), host_name="local", now=NOW)
+
+
+def test_host_commands_are_exact_argv_with_values_as_parameters() -> None:
+    plan = build_plan(server(), Edits.from_cli(["served-model-name=$(reboot); 'x'"]), host_name="local", now=NOW)
+    cmds = dict((why, argv) for why, argv in plan.host_commands() if why)
+    start = cmds["start the new command detached"]
+    assert start[:2] == ["sh", "-c"] and "$(reboot)" not in start[2]  # the script is fixed text
+    assert start[3:6] == ["sh", "/root", plan.log_path]
+    assert start[-len(plan.new.argv):] == plan.new.argv
+    assert "NCCL_PROTO=LL" in start and "HF_TOKEN=hf_secret" in start  # same environment
+    shown = plan.render()
+    assert "hf_secret" not in shown and "HF_TOKEN=***" in shown
+    assert cmds["stop: SIGTERM to process group 4242"] == ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", "TERM", "4242"]
+
+
+def test_plan_for_group_one_is_refused() -> None:
+    plan = build_plan(server(pgid=1), Edits(), host_name="local", now=NOW)
+    assert plan.host_commands()[0][0].startswith("REFUSED")
+
+
+def test_new_log_path() -> None:
+    assert new_log_path("/l/server.log", "/c", NOW) == "/l/server-20261130-150405.log"
+    # A second relaunch does not stack timestamps, and never reuses a name.
+    assert new_log_path("/l/server-20261129-010101.log", "/c", NOW) == "/l/server-20261130-150405.log"
+    assert new_log_path("/l/s.log", "/c", NOW, ["/l/s-20261130-150405.log"]) == "/l/s-20261130-150405-1.log"
+    assert new_log_path(None, "/work dir", NOW) == "/work dir/sglang-20261130-150405.log"
+    assert new_log_path("/l/out.txt", "/c", NOW) == "/l/out.txt-20261130-150405.log"
+
+
+def test_port_and_sim_knobs() -> None:
+    from spectui.ops.plan import parse_server_argv
+
+    cmd = parse_server_argv(["/usr/bin/python3", "-m", "spectui.sim", "--model-path", "/m", "--port=31000",
+                             "--sim-time-scale", "40", "--sim-fault", "crash-after", "3", "--tp-size", "2"])
+    assert cmd.program == ("/usr/bin/python3", "-m", "spectui.sim")
+    assert port_of(cmd, None) == 31000
+    assert resolvable_args(cmd) == ("--model-path", "/m", "--port=31000", "--tp-size", "2")
+
+
+def test_gpu_apps_and_redaction() -> None:
+    # nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+    text = "pid, used_memory [MiB]\n1234, 71234 MiB\n5678, 100 MiB\n"
+    assert [(a.pid, a.used_memory) for a in parse_gpu_apps(text)] == [(1234, "71234 MiB"), (5678, "100 MiB")]
+    assert parse_gpu_apps("No running processes found\n") == []
+    assert redact_env({"HF_TOKEN": "x", "OPENAI_API_KEY": "y", "CUDA_VISIBLE_DEVICES": "0"}) == {
+        "HF_TOKEN": "***", "OPENAI_API_KEY": "***", "CUDA_VISIBLE_DEVICES": "0"}
+    assert display_argv(["env", "HF_TOKEN=x", "a b"], {"HF_TOKEN": "x"}) == "env 'HF_TOKEN=***' 'a b'"
