@@ -36,11 +36,11 @@ class _Launch:
 def parse_launch(text: str) -> object:
     """A LaunchCommand (core.launch.parse_command), or a minimal env/args split without it."""
     try:
-        from spectui.core.launch import parse_command
-    except ImportError:
-        parse_command = None
-    if parse_command is not None:
-        return parse_command(text)
+        from spectui.core import launch as launch_mod
+    except ImportError:  # the launch module ships separately; keep examples runnable without it
+        launch_mod = None  # type: ignore[assignment]
+    if launch_mod is not None:
+        return launch_mod.parse_command(text)
     words = shlex.split(text.replace("\\\n", " "))
     env: list[tuple[str, str]] = []
     while words and "=" in words[0] and not words[0].startswith("-"):
