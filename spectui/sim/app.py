@@ -79,6 +79,10 @@ class SimApp:
         self._crash: asyncio.Future[list[str]] | None = None
 
     async def pause(self, sim_s: float) -> None:
+        """Sleep sim_s simulated seconds, or less if asked to stop. Loops must also test self.stop:
+        on Python 3.11, wait_for can swallow a cancellation that arrives as stop.wait() completes."""
+        if self.stop.is_set():
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.stop.wait(), sim_s / self.knobs.time_scale)
 
@@ -206,8 +210,10 @@ class SimApp:
     async def _traffic(self) -> None:
         """A built-in benchmark client: Poisson arrivals at --sim-traffic requests/s (simulated time)."""
         rng = random.Random(self.knobs.seed + 1)
-        while True:
+        while not self.stop.is_set():
             await self.pause(rng.expovariate(self.knobs.traffic_rps))
+            if len(self.engine.waiting) >= self.engine.max_running:
+                continue  # like a benchmark client's --max-concurrency: do not pile up an endless queue
             client = f"127.0.0.1:{rng.randint(40000, 60000)}"
             req = self.engine.submit(prompt_tokens=rng.randint(200, 1200), max_tokens=self.knobs.output_len)
             self.out.access(self.fmt.access(client, "POST", "/v1/chat/completions", 200, "OK"))
