@@ -1,0 +1,91 @@
+"""Every demo scenario's log, read back by `spectui check --json`, shows what the scenario is about."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spectui.sim.scenarios import SCENARIOS
+from tests.sim.conftest import free_port
+
+SERVING = {"healthy", "silent-override", "layer-mismatch"}
+
+
+def _scenario_log(name: str, tmp_path: Path, decode_lines: int = 12) -> Path:
+    """Run the scenario's simulator until it ends by itself, or (serving) until enough Decode lines."""
+    log = tmp_path / f"{name}.log"
+    argv = SCENARIOS[name].argv(host="127.0.0.1", port=free_port(), time_scale=50, traffic=8)
+    with open(log, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "spectui.sim", *argv], stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            if name in SERVING and log.read_text().count("Decode batch") >= decode_lines:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(10)
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return log
+
+
+def _check(log: Path) -> dict:
+    res = subprocess.run([sys.executable, "-m", "spectui.cli", "check", "--json", str(log)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode in (0, 1), res.stderr
+    return json.loads(res.stdout)
+
+
+def _mean_accept(report: dict) -> float:
+    return report["decode"]["accept_len"]["mean"]
+
+
+def test_healthy(tmp_path: Path) -> None:
+    r = _check(_scenario_log("healthy", tmp_path))
+    assert r["records"]["error"] == 0 and r["decode"]["samples"] >= 12
+    assert 2.5 < _mean_accept(r) < 3.4
+    assert r["server_args"]["speculative_num_draft_tokens"] == 4
+
+
+def test_silent_override(tmp_path: Path) -> None:
+    r = _check(_scenario_log("silent-override", tmp_path))
+    assert r["server_args"]["speculative_num_draft_tokens"] == 2  # asked for 16
+    assert 1.7 <= _mean_accept(r) <= 1.9
+    assert r["records"]["error"] == 0
+
+
+def test_layer_mismatch(tmp_path: Path) -> None:
+    r = _check(_scenario_log("layer-mismatch", tmp_path))
+    assert r["records"]["error"] == 0  # nothing in the launch looks wrong
+    assert 1.0 <= _mean_accept(r) <= 1.25
+
+
+@pytest.mark.parametrize(("name", "kinds", "summary"), [
+    ("missing-steps", ["AssertionError"], "AssertionError"),
+    ("bad-flag", ["ArgparseError"], "unrecognized arguments: --num-speculative-tokens 16"),
+    ("oom", ["Exception", "SIGQUIT"], "Capture cuda graph failed: CUDA out of memory."),
+    ("crash", ["RuntimeError", "SIGQUIT"], "CUDA error: an illegal memory access was encountered"),
+])
+def test_failing_scenarios(tmp_path: Path, name: str, kinds: list[str], summary: str) -> None:
+    r = _check(_scenario_log(name, tmp_path))
+    assert r["phase"] == "crashed"
+    assert [e["kind"] for e in r["errors"]] == kinds
+    assert r["errors"][0]["summary"].startswith(summary)
+
+
+def test_nccl_timeout(tmp_path: Path) -> None:
+    r = _check(_scenario_log("nccl-timeout", tmp_path))
+    assert r["phase"] == "crashed"
+    assert r["errors"] and any("Watchdog" in e["summary"] or "NCCL" in e["kind"] for e in r["errors"])
