@@ -67,16 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fmt.v >= (0, 5, 10):
         for line in LAUNCH_WARNING:
             _err(line.format(site="/usr/local/lib/python3.12/dist-packages/sglang"))
+    catalogue = load_catalogue(version)
+    try:
+        parsed = catalogue.parse_args(sglang_argv, fmt.prog)
+    except ArgparseFailure:
+        parsed = None  # resolve() reports it below, with argparse's own message
+    if parsed is not None and parsed.help_requested:
+        # argparse prints the help and exits 0 before anything runs (the bundled catalogues carry no
+        # help texts, so the usage block stands in for it).
+        sys.stdout.write(catalogue.format_usage(fmt.prog))
+        sys.stdout.flush()
+        return 0
     res = resolve(sglang_argv, version, model_arch=knobs.model_arch, env=dict(os.environ))
     if res.outcome == "argparse_error":
-        usage = res.usage or load_catalogue(version).format_usage(res.prog)
+        usage = res.usage or catalogue.format_usage(res.prog)
         sys.stderr.write(usage if usage.endswith("\n") else usage + "\n")
         _err(f"{res.prog}: error: {res.argparse_error}")
         return 2
-    try:
-        parse_warnings = len(load_catalogue(version).parse_args(sglang_argv, res.prog).parse_warnings)
-    except ArgparseFailure:
-        parse_warnings = 0
+    parse_warnings = len(parsed.parse_warnings) if parsed is not None else 0
     for i, text in enumerate(res.warnings):
         # Deprecation notices are print()ed by argparse actions: always bare. Logger warnings are bare
         # only before 0.5.11, when logging is configured after argument resolution.

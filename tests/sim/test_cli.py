@@ -90,3 +90,10 @@ def test_bad_knob_is_one_line_exit_2() -> None:
     res = run_sim([*EAGLE3, "--sim-fault", "meltdown"])
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "unknown --sim-fault 'meltdown'" in res.stderr
+
+
+def test_help_prints_usage_and_starts_nothing() -> None:
+    res = run_sim(["--help"])
+    assert res.returncode == 0
+    assert res.stdout.startswith("usage: sglang serve [-h] --model-path MODEL_PATH")
+    assert "server_args" not in res.stderr
