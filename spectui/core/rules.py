@@ -78,6 +78,7 @@ class _Hit:
 
 
 _MAX_FALLBACK_RECORDS = 64
+_REPORT_EVERY = 20  # decode samples between reports of a metric diagnosis whose values drift
 
 
 @dataclass(slots=True)
@@ -123,6 +124,7 @@ class RuleEngine:
         self._window = DecodeWindow(maxlen)
         self._hits: dict[str, dict[int, _Hit]] = defaultdict(dict)
         self._current: dict[str, Diagnosis] = {}
+        self._reported_at: dict[str, int] = {}  # rule -> window.count when last returned by feed()
         self._config_dirty = True
         self._launch_open = False  # a launch has shown activity (so the next server_args= starts another)
         self._last_activity = 0
@@ -154,6 +156,7 @@ class RuleEngine:
         if not self._window.spec_seen and self._window.count >= 3:
             self._config.baseline_measured = self._window.mean_tps()
         self._window.clear()
+        self._reported_at.clear()
         self._config.clear_launch()
         self._config_dirty = True
         for rule_id in list(self._hits):
@@ -203,10 +206,22 @@ class RuleEngine:
             diag = self._evaluate(rule, cache)
             if diag is None and rule.fallback:
                 self._current.pop(rule.id, None)
-            if diag is not None and self._current.get(rule.id) != diag:
+            previous = self._current.get(rule.id)
+            if diag is not None and previous != diag:
                 self._current[rule.id] = diag
-                changed.append(diag)
+                if self._worth_reporting(previous, diag):
+                    changed.append(diag)
         return changed
+
+    def _worth_reporting(self, previous: Diagnosis | None, diag: Diagnosis) -> bool:
+        """New, a new matching record, or a new fix: report. A metric value drifting: every 20 samples."""
+        if previous is None or (previous.count, previous.fix) != (diag.count, diag.fix):
+            self._reported_at[diag.rule] = self._window.count
+            return True
+        if self._window.count - self._reported_at.get(diag.rule, 0) >= _REPORT_EVERY:
+            self._reported_at[diag.rule] = self._window.count
+            return True
+        return False
 
     def _effective_hits(self, rule: Rule) -> dict[int, _Hit]:
         hits = self._hits.get(rule.id, {})

@@ -198,3 +198,12 @@ def test_fallback_still_fires_when_the_specific_rule_does_not_hold(make_rule) ->
     engine = RuleEngine([make_rule(CRASH_RULE, "c.toml"), make_rule(gated, "o.toml")])
     engine.feed([error(3, "RuntimeError", "CUDA error: out of memory")])
     assert [d.rule for d in engine.diagnoses] == ["TEST002"]
+
+
+def test_drifting_metric_diagnosis_is_reported_at_a_bounded_rate(make_rule) -> None:
+    engine = RuleEngine([make_rule(METRIC_RULE)])
+    reported = []
+    for i in range(1, 101):
+        reported += engine.feed([decode(i, 1.0 + (i % 7) / 100)])
+    assert 1 < len(reported) <= 100 // 20 + 1
+    assert engine.diagnoses[0].last_line == 100  # the current diagnosis is always fresh
