@@ -4,9 +4,11 @@ A big SGLang log is mostly three kinds of line: `] Decode batch`, `] Prefill bat
 lines ending `" 200 OK`. For a block of complete lines, `bytes.count` of those markers and of newlines
 tells whether every line is one of them (each such line holds exactly one marker). Such a block is
 counted without a Python loop; any other block is split until small, then read line by line by the
-ordinary parser. Of each run of counted lines the first decode line and the last `tail` ones are parsed
-in full, so launch starts, windows and DP sums come out as with line-by-line parsing; the last parsed
-sample carries how many lines the run stood for (`skipped_decode`, `skipped_prefill`).
+ordinary parser. A run of counted lines goes on across such line-by-line pieces unless one of them may
+start a new launch; when the run ends, its first decode line and its last `tail` ones are parsed in full
+(so windows, DP sums and launch starts come out as with line-by-line parsing) and merged in line order
+with the records read in between. The last parsed sample carries how many lines the run stood for
+(`skipped_decode`, `skipped_prefill`).
 
 Known limit: a line holding two markers (two log lines glued by concurrent writers) in the same small
 block as a line holding none would make that block look ordinary.
@@ -14,10 +16,20 @@ block as a line holding none would make that block look ordinary.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from spectui.core.records import DecodeSample, PrefillSample, Record, RecordKind
+from spectui.core.records import (
+    DecodeSample,
+    ErrorEvent,
+    Milestone,
+    MilestoneKind,
+    PrefillSample,
+    Record,
+    RecordKind,
+    WarningEvent,
+)
 
 if TYPE_CHECKING:
     from spectui.core.logparse import LogParser
@@ -25,24 +37,29 @@ if TYPE_CHECKING:
 DECODE_MARK = b"] Decode batch"
 PREFILL_MARK = b"] Prefill batch"
 ACCESS_MARK = b'" 200 OK\n'
-BLOCK = 1 << 20  # first verification size (fits in cache: the 2-4 count passes re-read it from there)
+BLOCK = 128 << 10  # first verification size: small enough that the 2-4 count passes re-read it from cache
 LEAF = 1 << 13  # below this, read line by line
-TAIL_BYTES = 1 << 20  # kept from a run's end to parse its last decode lines when it closes
+TAIL_BYTES = 2 << 20  # kept from a run's end to parse its last decode lines when it closes
+MAX_HELD = 4096  # records read inside a run and held until it closes (then the run is closed early)
+_LAUNCH_MILESTONES = {MilestoneKind.SERVER_ARGS, MilestoneKind.ARGPARSE_USAGE, MilestoneKind.WEIGHTS_BEGIN,
+                      MilestoneKind.DIST_INIT}
 
 Segment = tuple[bool, int, int, int, int, int]  # ordinary, start, stop, lines, decode, prefill
 
 
 class BulkRun:
-    """A stretch of counted lines; it may span several feed_bytes calls."""
+    """A stretch of counted lines (with line-by-line pieces inside); it may span several feed_bytes calls."""
 
-    __slots__ = ("first_line", "decode", "prefill", "other", "lines", "first_done", "parsed", "tail")
+    __slots__ = ("decode", "prefill", "other", "last_line", "first_done", "first", "tail", "held", "read")
 
-    def __init__(self, first_line: int) -> None:
-        self.first_line = first_line
-        self.decode = self.prefill = self.other = self.lines = 0
+    def __init__(self) -> None:
+        self.decode = self.prefill = self.other = 0
+        self.last_line = 0
         self.first_done = False
-        self.parsed = 0  # decode samples already yielded for this run (the first one)
+        self.first: DecodeSample | None = None  # the run's first decode line, parsed
         self.tail = b""  # the run's last bytes, whole lines
+        self.held: list[Record] = []  # records of the line-by-line pieces inside the run
+        self.read: list[tuple[int, int]] = []  # line ranges read line by line (not to parse twice)
 
 
 def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment]) -> None:
@@ -68,36 +85,57 @@ def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment]
         pos = stop
 
 
+def _may_start_launch(rec: Record) -> bool:
+    if isinstance(rec, Milestone):
+        return rec.kind in _LAUNCH_MILESTONES
+    if isinstance(rec, WarningEvent):
+        return rec.category == "resolution"
+    if isinstance(rec, ErrorEvent):
+        return rec.exc_type == "ArgparseError"
+    return False
+
+
 def feed_region(parser: LogParser, region: bytes, end: int, out: list[Record], tail: int) -> None:
     """Read region[:end], which holds complete lines only (region[end - 1] is a newline)."""
     segments: list[Segment] = []
     _segments(region, 0, end, BLOCK, segments)
-    run_start: int | None = None  # where the open run starts in this region
+    run_start: int | None = None  # where the open run's bytes start in this region
     for ordinary, start, stop, n, d, p in segments:
-        if not ordinary:
-            if parser.bulk_run is not None:
-                close_run(parser, out, tail, region, run_start if run_start is not None else start, start)
-                run_start = None
-            text = region[start : stop - 1].decode("utf-8", errors="replace")
-            parser.feed_into(text.split("\n"), out)
-            continue
         run = parser.bulk_run
+        if not ordinary:
+            first = parser.next_line
+            text = region[start : stop - 1].decode("utf-8", errors="replace")
+            piece: list[Record] = []
+            parser.feed_into(text.split("\n"), piece)
+            if run is not None:
+                inside = (parser.pending_event is None and len(run.held) + len(piece) <= MAX_HELD
+                          and len(run.read) < MAX_HELD and not any(_may_start_launch(r) for r in piece))
+                if inside:  # the run goes on across these lines
+                    if run_start is None:
+                        run_start = start
+                    run.held.extend(piece)
+                    run.read.append((first, parser.next_line - 1))
+                    run.last_line = parser.next_line - 1
+                    continue
+                # The run ends before these lines: close it with its bytes up to here, then emit them.
+                close_run(parser, out, tail, region, run_start if run_start is not None else start, start,
+                          last_line=first - 1)
+                run_start = None
+            out.extend(piece)
+            continue
         if run is None:
             parser.flush_into(out)  # ordinary lines are prefixed: the first ends a pending traceback
-            run = parser.bulk_run = BulkRun(parser.next_line)
+            run = parser.bulk_run = BulkRun()
         if run_start is None:
             run_start = start
         if d and not run.first_done:
-            first = _first_decode(parser, region, start, stop, run.first_line + run.lines)
-            if first is not None:
-                out.append(first)
-                run.parsed = 1
+            run.first = _first_decode(parser, region, start, stop, parser.next_line)
             run.first_done = True
-        run.lines += n
         run.decode += d
         run.prefill += p
         run.other += n - d - p
         parser.advance(n)
+        run.last_line = parser.next_line - 1
     run = parser.bulk_run
     if run is not None and run_start is not None:
         run.tail = _keep_tail(run.tail, region, run_start, end)
@@ -114,10 +152,10 @@ def _keep_tail(old: bytes, region: bytes, start: int, end: int) -> bytes:
     return joined[cut:]
 
 
-def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b"", start: int = 0,
-              end: int = 0) -> None:
-    """End the open run: add its counts and yield its last decode lines (from region[start:end] and the
-    bytes kept from earlier calls)."""
+def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b"", start: int = 0, end: int = 0,
+              last_line: int | None = None) -> None:
+    """End the open run: add its counts, parse its last decode lines (from region[start:end] and the bytes
+    kept from earlier calls) and emit them merged in line order with the records held inside the run."""
     run = parser.bulk_run
     if run is None:
         return
@@ -128,22 +166,20 @@ def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b
     counts[RecordKind.DECODE] += run.decode
     counts[RecordKind.PREFILL] += run.prefill
     counts[RecordKind.OTHER] += run.other
-    picked: list[DecodeSample | PrefillSample] = []
-    last_line = run.first_line + run.lines - 1
-    if run.decode > run.parsed:
-        picked.extend(_tail_samples(parser, run.tail, last_line, tail, DECODE_MARK, run.decode - run.parsed))
+    last = run.last_line if last_line is None else last_line
+    picked: list[DecodeSample | PrefillSample] = [run.first] if run.first is not None else []
+    if run.decode > len(picked):
+        picked += _tail_samples(parser, run, last, tail, DECODE_MARK, run.decode - len(picked))
     if not picked and run.prefill:
-        picked.extend(_tail_samples(parser, run.tail, last_line, 1, PREFILL_MARK, 1))
-    parsed_decode = run.parsed + sum(1 for r in picked if type(r) is DecodeSample)
-    parsed_prefill = len(picked) - sum(1 for r in picked if type(r) is DecodeSample)
-    skipped_decode = run.decode - parsed_decode
-    skipped_prefill = run.prefill - parsed_prefill
+        picked = _tail_samples(parser, run, last, 1, PREFILL_MARK, 1)
     if picked:
-        picked[-1] = replace(picked[-1], skipped_decode=skipped_decode, skipped_prefill=skipped_prefill)
-        out.extend(picked)
+        n_decode = sum(1 for r in picked if type(r) is DecodeSample)
+        picked[-1] = replace(picked[-1], skipped_decode=run.decode - n_decode,
+                             skipped_prefill=run.prefill - (len(picked) - n_decode))
+    out.extend(heapq.merge(run.held, picked, key=lambda r: r.line))
 
 
-def _first_decode(parser: LogParser, region: bytes, start: int, stop: int, first_line: int) -> Record | None:
+def _first_decode(parser: LogParser, region: bytes, start: int, stop: int, first_line: int) -> DecodeSample | None:
     at = region.find(DECODE_MARK, start, stop)
     if at < 0:
         return None
@@ -154,16 +190,22 @@ def _first_decode(parser: LogParser, region: bytes, start: int, stop: int, first
     return rec if isinstance(rec, DecodeSample) else None
 
 
-def _tail_samples(parser: LogParser, data: bytes, last_line: int, want: int, mark: bytes,
+def _tail_samples(parser: LogParser, run: BulkRun, last_line: int, want: int, mark: bytes,
                   limit: int) -> list[DecodeSample | PrefillSample]:
-    """Parse the last `want` (at most `limit`) lines holding `mark` in `data` (whole lines)."""
+    """Parse the last `want` (at most `limit`) counted lines holding `mark` in the run's kept bytes."""
+    data = run.tail
     want = min(want, limit)
+    read = run.read
+    idx = len(read) - 1  # ranges are in ascending order; walk them backwards with the lines
     found: list[tuple[int, int, int]] = []  # (start, end, line number), newest first
     n = last_line
     end = len(data) - 1
     while end > 0 and len(found) < want:
         ls = data.rfind(b"\n", 0, end) + 1
-        if data.find(mark, ls, end) >= 0:
+        while idx >= 0 and read[idx][0] > n:
+            idx -= 1
+        counted = idx < 0 or n > read[idx][1]  # not a line read line by line
+        if counted and data.find(mark, ls, end) >= 0:
             found.append((ls, end, n))
         n -= 1
         end = ls - 1

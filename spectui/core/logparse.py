@@ -40,10 +40,11 @@ class LogParser:
     """Feed lines (or bytes); get records. One instance per stream (it holds traceback state)."""
 
     def __init__(self, *, first_line: int = 1, keep_other: bool = False, bulk: bool = False,
-                 bulk_tail: int = 512) -> None:
+                 bulk_tail: int = 310) -> None:
         """`bulk=True` (for whole-file reads): `feed_bytes` counts runs of ordinary decode/prefill/access
         lines without parsing each one (see logbulk); counts, errors, milestones, warnings and metrics
-        come out the same, but only the first and last `bulk_tail` decode lines of a run are yielded."""
+        come out the same, but only the first and last decode lines of a run are yielded (`bulk_tail` per
+        DP rank seen: enough for metrics windows and plot series of that many intervals)."""
         self.keep_other = keep_other
         self.bulk = bulk and not keep_other
         self.bulk_tail = bulk_tail
@@ -55,6 +56,7 @@ class LogParser:
         self._partial = b""
         self._weights_tags: set[str] = set()
         self._shapes: set[tuple[str, str, str, int, str]] = set()
+        self._dp_ranks: set[int] = set()  # DP ranks seen in bulk-parsed samples (sizes the parsed tail)
         self.bulk_run: BulkRun | None = None  # lines counted in bulk, not yet added to counts  # ranks that logged their target "Load weight end" this launch
 
     # -- public API -------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ class LogParser:
         self._partial = data[cut + 1 :]
         if self.bulk:
             out: list[Record] = []
-            feed_region(self, data, cut + 1, out, self.bulk_tail)
+            feed_region(self, data, cut + 1, out, self._tail())
             return out
         text = data[:cut].decode("utf-8", errors="replace")
         return self.feed(text.split("\n"))
@@ -92,10 +94,17 @@ class LogParser:
     def flush_into(self, out: list[Record]) -> None:
         self._close_pending(out)
 
+    @property
+    def pending_event(self) -> PendingEvent | None:
+        return self._pending
+
     def advance(self, n: int) -> None:
         """`n` lines were counted in bulk."""
         self._next += n
         self.lines_seen += n
+
+    def _tail(self) -> int:
+        return self.bulk_tail * max(1, len(self._dp_ranks))
 
     def parse_sample(self, n: int, raw: str) -> Record | None:
         """Parse one decode/prefill line already counted in bulk (no counting, no state change)."""
@@ -108,6 +117,8 @@ class LogParser:
         if m is None:
             return None
         self._note_shape(m)
+        if p.ctx.dp_rank is not None and len(self._dp_ranks) < 1024:
+            self._dp_ranks.add(p.ctx.dp_rank)
         if m.group("kind") == "Decode":
             return make_decode(n, p.ctx, m)
         return make_prefill(n, p.ctx, m)
@@ -122,13 +133,13 @@ class LogParser:
 
     def flush(self) -> list[Record]:
         out: list[Record] = []
-        close_run(self, out, self.bulk_tail)
+        close_run(self, out, self._tail())
         self._close_pending(out)
         return out
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
-        close_run(self, out, self.bulk_tail)
+        close_run(self, out, self._tail())
         if self._partial:
             tail, self._partial = self._partial, b""
             self._line(tail.decode("utf-8", errors="replace"), out)

@@ -34,7 +34,7 @@ class Pipeline:
     def __init__(self, *, engine: Engine | None = None, first_line: int = 1, keep_other: bool = False,
                  window: int = 200, bulk: bool = False) -> None:
         self.parser = LogParser(first_line=first_line, keep_other=keep_other, bulk=bulk,
-                                bulk_tail=max(512, window * 4))
+                                bulk_tail=max(window, 300) + 10)
         self.metrics = MetricsTracker(window=window)
         self.engine = engine
         self._snapshot = self.metrics.snapshot()
