@@ -1,4 +1,4 @@
-"""Every demo scenario's log, read back by `spectui check --json`, shows what the scenario is about."""
+"""Every demo scenario's log, read back by `spectui check --json`, parses right and gets its diagnosis."""
 
 from __future__ import annotations
 
@@ -52,11 +52,16 @@ def _mean_accept(report: dict) -> float:
     return report["decode"]["accept_len"]["mean"]
 
 
+def _categories(report: dict, *severities: str) -> set[str]:
+    return {d["category"] for d in report["diagnoses"] if d["severity"] in severities}
+
+
 def test_healthy(tmp_path: Path) -> None:
     r = _check(_scenario_log("healthy", tmp_path))
     assert r["records"]["error"] == 0 and r["decode"]["samples"] >= 12
     assert 2.5 < _mean_accept(r) < 3.4
     assert r["server_args"]["speculative_num_draft_tokens"] == 4
+    assert _categories(r, "error") == set()
 
 
 def test_silent_override(tmp_path: Path) -> None:
@@ -64,28 +69,32 @@ def test_silent_override(tmp_path: Path) -> None:
     assert r["server_args"]["speculative_num_draft_tokens"] == 2  # asked for 16
     assert 1.7 <= _mean_accept(r) <= 1.9
     assert r["records"]["error"] == 0
+    assert "silent-override" in _categories(r, "error", "warning")  # from the log alone (no --launch)
 
 
 def test_layer_mismatch(tmp_path: Path) -> None:
     r = _check(_scenario_log("layer-mismatch", tmp_path))
     assert r["records"]["error"] == 0  # nothing in the launch looks wrong
     assert 1.0 <= _mean_accept(r) <= 1.25
+    assert _categories(r, "error", "warning") & {"hidden-state-mismatch", "low-accept-length"}
 
 
-@pytest.mark.parametrize(("name", "kinds", "summary"), [
-    ("missing-steps", ["AssertionError"], "AssertionError"),
-    ("bad-flag", ["ArgparseError"], "unrecognized arguments: --num-speculative-tokens 16"),
-    ("oom", ["Exception", "SIGQUIT"], "Capture cuda graph failed: CUDA out of memory."),
-    ("crash", ["RuntimeError", "SIGQUIT"], "CUDA error: an illegal memory access was encountered"),
+@pytest.mark.parametrize(("name", "kinds", "summary", "category"), [
+    ("missing-steps", ["AssertionError"], "AssertionError", "invalid-argument"),
+    ("bad-flag", ["ArgparseError"], "unrecognized arguments: --num-speculative-tokens 16", "unrecognized-argument"),
+    ("oom", ["Exception", "SIGQUIT"], "Capture cuda graph failed: CUDA out of memory.", "oom"),
+    ("crash", ["RuntimeError", "SIGQUIT"], "CUDA error: an illegal memory access was encountered", "crash"),
 ])
-def test_failing_scenarios(tmp_path: Path, name: str, kinds: list[str], summary: str) -> None:
+def test_failing_scenarios(tmp_path: Path, name: str, kinds: list[str], summary: str, category: str) -> None:
     r = _check(_scenario_log(name, tmp_path))
     assert r["phase"] == "crashed"
     assert [e["kind"] for e in r["errors"]] == kinds
     assert r["errors"][0]["summary"].startswith(summary)
+    assert category in _categories(r, "error")
 
 
 def test_nccl_timeout(tmp_path: Path) -> None:
     r = _check(_scenario_log("nccl-timeout", tmp_path))
     assert r["phase"] == "crashed"
     assert r["errors"] and any("Watchdog" in e["summary"] or "NCCL" in e["kind"] for e in r["errors"])
+    assert "nccl" in _categories(r, "error")
