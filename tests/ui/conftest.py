@@ -30,7 +30,7 @@ async def settle(pilot, app: SpectuiApp) -> None:
     dash = app.dashboard
     for _ in range(200):
         await pilot.pause()
-        if dash.tail_done and not dash._pending and dash.last_update is not None:
+        if dash.tail_done and dash.finished and not dash._pending and not dash.processing:
             break
         await asyncio.sleep(0.01)
     await pilot.pause()

@@ -23,11 +23,17 @@ def seed_app():
 
 async def _settled(pilot) -> None:
     await settle(pilot, pilot.app)
+    pilot.app.clear_notifications()  # toasts expire on a timer: not part of a deterministic picture
+    await pilot.pause(0.2)  # let the follow-to-end scroll (after the last layout) land
+    await pilot.wait_for_scheduled_animations()
 
 
 async def _settled_relaunch(pilot) -> None:
-    await settle(pilot, pilot.app)
+    await _settled(pilot)
     await pilot.press("r")
+    await pilot.pause()
+    for widget in pilot.app.screen.query("Input"):
+        widget.cursor_blink = False  # a blinking cursor makes two identical screens differ
     await pilot.pause(0.2)
 
 

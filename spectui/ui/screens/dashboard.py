@@ -68,6 +68,8 @@ class DashboardScreen(Screen):
         self.last_update: CockpitUpdate | None = None
         self.log_path = session.log_path
         self.tail_done = False
+        self.processing = False  # a batch is being parsed in a worker thread
+        self.finished = False  # a replayed log has been read to its end and finished
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -118,6 +120,8 @@ class DashboardScreen(Screen):
         self._schedule_flush()
 
     def _schedule_flush(self) -> None:
+        if self.processing:
+            return  # flushed again when the batch in flight is done
         if self._pending_count >= FLUSH_LINES or self.tail_done:
             if self._flush_timer is not None:
                 self._flush_timer.stop()
@@ -127,15 +131,17 @@ class DashboardScreen(Screen):
             self._flush_timer = self.set_timer(FLUSH_INTERVAL, self.flush)
 
     def flush(self) -> None:
-        """Process waiting lines: controller, then one update of each widget."""
+        """Hand waiting lines to the parser (in a thread: the event loop keeps answering keys)."""
         self._flush_timer = None
+        if self.processing:
+            return  # the batch in flight flushes again when it is done
         if not self._pending:
-            if self.tail_done and self.session.replay:
-                self._apply(self.cockpit.finish())
+            if self.tail_done and self.session.replay and not self.finished:
+                self.processing = True
+                self.process_batch([], finish=True)  # a recorded log ended: emit a pending traceback
             self._refresh_header()
             return
         batch: list[str] = []
-        log = self.query_one(LogView)
         first_view_no: int | None = None
         while self._pending and len(batch) < MAX_LINES_PER_FLUSH:
             first_line, lines = self._pending.pop(0)
@@ -143,12 +149,31 @@ class DashboardScreen(Screen):
                 first_view_no = first_line + self.cockpit.offset
             batch.extend(lines)
         self._pending_count -= len(batch)
-        log.append_lines(batch, first_line=first_view_no)
-        self._apply(self.cockpit.feed(batch))
-        if self._pending:
-            self.call_later(self.flush)  # the rest of a backlog, after keys had a chance to run
-        elif self.tail_done and self.session.replay:
-            self._apply(self.cockpit.finish())  # a recorded log ended: emit a pending traceback
+        self.query_one(LogView).append_lines(batch, first_line=first_view_no)
+        self.processing = True
+        self.process_batch(batch, finish=False)
+
+    @work(group="parse")
+    async def process_batch(self, batch: list[str], *, finish: bool) -> None:
+        """Parse + metrics + rules off the event loop; one batch at a time, so order is kept."""
+        import asyncio
+
+        try:
+            if batch:
+                self._apply(await asyncio.to_thread(self.cockpit.feed, batch))
+            if finish:
+                self._apply(await asyncio.to_thread(self.cockpit.finish))
+                self.finished = True
+        finally:
+            self.processing = False
+        if self._pending or (self.tail_done and self.session.replay and not self.finished):
+            self._schedule_flush()
+
+    async def wait_processed(self) -> None:
+        import asyncio
+
+        while self.processing:
+            await asyncio.sleep(0.01)
 
     def _apply(self, update: CockpitUpdate) -> None:
         self.last_update = update
@@ -163,10 +188,13 @@ class DashboardScreen(Screen):
                 self.notify(f"{d.rule}: {d.title}", title="new diagnosis", severity="error", timeout=6)
         self._refresh_header()
 
-    def switch_log(self, path: str, *, launch: Any = None) -> None:
+    async def switch_log(self, path: str, *, launch: Any = None) -> None:
         """Follow a new log (after a relaunch): plots keep the old launch behind a boundary."""
         log = self.query_one(LogView)
-        self.flush()
+        self.workers.cancel_group(self, "tail")
+        while self._pending or self.processing:  # the old log's last lines belong to the old pipeline
+            self.flush()
+            await self.wait_processed()
         log.append_lines([f"──── relaunched: now following {path} ────"])
         log.mark_kinds(log.last_line_no, log.last_line_no, "milestone")
         self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no)
@@ -287,14 +315,14 @@ class DashboardScreen(Screen):
         self.app.push_screen(ExplainScreen(event.diagnosis, read_only=self.session.read_only))
 
     @on(RelaunchFinished)
-    def _relaunched(self, event: RelaunchFinished) -> None:
+    async def _relaunched(self, event: RelaunchFinished) -> None:
         attempt = event.result.new if event.healthy else getattr(event.result, "rollback", None)
         if getattr(attempt, "pid", None) is not None:
             self.session.current_pid = attempt.pid
         if event.launch is not None:
             self.session.launch = event.launch
         if event.log_path:
-            self.switch_log(event.log_path, launch=event.launch)
+            await self.switch_log(event.log_path, launch=event.launch)
 
     @on(DiagnosesPanel.FixRequested)
     def _fix(self, event: DiagnosesPanel.FixRequested) -> None:

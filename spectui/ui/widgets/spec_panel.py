@@ -40,7 +40,7 @@ class SpecPanel(Widget):
     SpecPanel { height: auto; min-height: 8; }
     """
 
-    data: reactive[SpecData] = reactive(SpecData, layout=False)
+    data: reactive[SpecData] = reactive(SpecData, layout=True)  # line count changes: re-measure
 
     def render(self) -> Text:
         d = self.data
