@@ -63,6 +63,11 @@ class Runner:
             raise RelaunchError(f"{name} is read-only (--read-only): relaunch would change the host; nothing was changed")
         if self.plan.needs_force and not self.opt.force:
             raise RelaunchError(f"pre-flight: {self.plan.verdict_line}; fix the flags or pass --force; nothing was changed")
+        if not s.env:
+            raise RelaunchError(
+                f"the environment of pid {s.pid} could not be read (/proc/{s.pid}/environ); starting the new "
+                "command without it would lose CUDA_VISIBLE_DEVICES and the rest; nothing was changed — connect "
+                "as the server's user or root")
         try:
             check_pgid(s.pgid, own_pgids=self.own)
         except ValueError as exc:

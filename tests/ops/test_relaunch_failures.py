@@ -191,3 +191,15 @@ async def test_progress_as_async_iterator_ends_with_the_refusal(tmp_path: Path) 
                                               history=HistoryStore(tmp_path / "h.jsonl"))]
     assert isinstance(items[0], Progress) and items[0].step == Step.CHECKING
     assert isinstance(items[-1], RelaunchError) and "read-only" in str(items[-1])
+
+
+async def test_unreadable_environment_is_refused(lab: SimLab) -> None:
+    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    wait_health(lab.port)
+    server = server_of(pid, lab.port, lab.root / "server.log")
+    # What discovery yields when /proc/PID/environ is not readable (another user's server).
+    blind = ServerProcess(**{**{f: getattr(server, f) for f in server.__dataclass_fields__}, "env": {}})
+    plan = build_plan(blind, Edits.from_cli(["speculative-num-steps=15"]), host_name="local", now=datetime.now())
+    with pytest.raises(RelaunchError, match=r"environ.*nothing was changed"):
+        await execute(LocalHost(), plan, FAST, history=HistoryStore(lab.root.parent / "h.jsonl"))
+    assert alive(pid) and lab.servers_in_root() == [pid]
