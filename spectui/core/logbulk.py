@@ -10,8 +10,11 @@ start a new launch; when the run ends, its first decode line and its last `tail`
 with the records read in between. The last parsed sample carries how many lines the run stood for
 (`skipped_decode`, `skipped_prefill`).
 
-Known limit: a line holding two markers (two log lines glued by concurrent writers) in the same small
-block as a line holding none would make that block look ordinary.
+Known limits: a line holding two markers (two log lines glued by concurrent writers) in the same small
+block as a line holding none would make that block look ordinary. DP ranks are summed per interval by
+grouping consecutive lines (metrics.py); the parsed tail starts mid-interval, so its first few groups may
+be cut differently than line by line — they fall before the windows and plot series when ranks print in
+varying order, as they do in real logs (a fixed rank order never re-aligns).
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def feed_region(parser: LogParser, region: bytes, end: int, out: list[Record], t
                     continue
                 # The run ends before these lines: close it with its bytes up to here, then emit them.
                 close_run(parser, out, tail, region, run_start if run_start is not None else start, start,
-                          last_line=first - 1)
+                          last_line=first - 1, tail_per_rank=parser.bulk_tail)
                 run_start = None
             out.extend(piece)
             continue
@@ -153,7 +156,7 @@ def _keep_tail(old: bytes, region: bytes, start: int, end: int) -> bytes:
 
 
 def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b"", start: int = 0, end: int = 0,
-              last_line: int | None = None) -> None:
+              last_line: int | None = None, tail_per_rank: int = 0) -> None:
     """End the open run: add its counts, parse its last decode lines (from region[start:end] and the bytes
     kept from earlier calls) and emit them merged in line order with the records held inside the run."""
     run = parser.bulk_run
@@ -169,7 +172,12 @@ def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b
     last = run.last_line if last_line is None else last_line
     picked: list[DecodeSample | PrefillSample] = [run.first] if run.first is not None else []
     if run.decode > len(picked):
-        picked += _tail_samples(parser, run, last, tail, DECODE_MARK, run.decode - len(picked))
+        limit = run.decode - len(picked)
+        got = _tail_samples(parser, run, last, tail, DECODE_MARK, limit)
+        ranks = len({s.ctx.dp_rank for s in got if s.ctx.dp_rank is not None})
+        if ranks * tail_per_rank > tail:  # more DP ranks than known: each needs its own share of the tail
+            got = _tail_samples(parser, run, last, ranks * tail_per_rank, DECODE_MARK, limit)
+        picked += got
     if not picked and run.prefill:
         picked = _tail_samples(parser, run, last, 1, PREFILL_MARK, 1)
     if picked:

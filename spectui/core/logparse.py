@@ -133,13 +133,13 @@ class LogParser:
 
     def flush(self) -> list[Record]:
         out: list[Record] = []
-        close_run(self, out, self._tail())
+        close_run(self, out, self._tail(), tail_per_rank=self.bulk_tail)
         self._close_pending(out)
         return out
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
-        close_run(self, out, self._tail())
+        close_run(self, out, self._tail(), tail_per_rank=self.bulk_tail)
         if self._partial:
             tail, self._partial = self._partial, b""
             self._line(tail.decode("utf-8", errors="replace"), out)

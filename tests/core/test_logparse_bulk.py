@@ -65,7 +65,8 @@ def summary(pipe: Pipeline, recs: list) -> dict:
     events = [(type(r).__name__, r.line, getattr(r, "exc_type", getattr(r, "kind", None)))
               for r in recs if isinstance(r, ErrorEvent | Milestone | WarningEvent)]
     launches = [(s.launch, s.launch_first_line, s.phase, s.samples, s.prefill_samples, s.accept_len,
-                 s.accept_rate, s.gen_tokens_per_s, s.running_req, s.queue_req, s.errors, s.warnings)
+                 s.accept_rate, s.gen_tokens_per_s, s.running_req, s.queue_req, s.errors, s.warnings, s.series,
+                 s.token_usage, s.graph, s.server_args)
                 for s in pipe.metrics.snapshot_all()]
     return {"lines": pipe.parser.lines_seen, "counts": dict(pipe.parser.counts), "events": events,
             "launches": launches}
@@ -78,6 +79,8 @@ def test_bulk_equals_line_by_line(seed: int, chunk: int) -> None:
     fast_pipe, fast_recs = run(data, bulk=True, chunk=chunk)
     fast = summary(fast_pipe, fast_recs)
     assert fast == slow
+    lines = [r.line for r in fast_recs]
+    assert lines == sorted(lines)  # records come in stream order
     assert len(slow["launches"]) > 1 and slow["counts"]["error"] > 0  # the data did exercise relaunches and errors
     # bulk really skipped work: far fewer decode records than decode lines
     assert sum(isinstance(r, DecodeSample) for r in fast_recs) < fast_pipe.parser.counts["decode"]
@@ -93,3 +96,24 @@ def test_bulk_on_a_log_without_rare_lines_keeps_first_line_and_tail() -> None:
     assert summary(fast_pipe, recs) == summary(slow_pipe, [])
     assert fast_pipe.snapshot.launch_first_line == 1
     assert recs[-1].skipped_decode + len(recs) == 5000
+
+
+def test_bulk_with_crlf_and_many_dp_ranks() -> None:
+    # 8 DP ranks print one line each per interval, in an order that varies (as in real DP-attention logs)
+    rng = random.Random(5)
+    order: list[int] = []
+    lines = []
+    for i in range(6000):
+        if not order:
+            order = rng.sample(range(8), 8)
+        dp = order.pop()
+        lines.append(f"[2026-01-05 10:{i // 480 % 60:02d}:{i // 8 % 60:02d} DP{dp} TP{dp}] Decode batch, "
+                     f"#running-req: {i % 7}, #token: 9, token usage: 0.10, accept len: {1 + i % 13 / 10:.2f}, "
+                     f"cuda graph: True, gen throughput (token/s): {10 + i % 17:.2f}, #queue-req: 0")
+        if i == 3000:
+            lines.append("[2026-01-05 10:30:00] Overlap schedule is not implemented for speculative decoding on CPU.")
+    data = ("\r\n".join(lines) + "\r\n").encode()
+    slow = summary(*run(data, bulk=False, chunk=1 << 20))
+    fast_pipe, fast_recs = run(data, bulk=True, chunk=1 << 18)
+    assert summary(fast_pipe, fast_recs) == slow
+    assert slow["counts"]["decode"] == 6000
