@@ -32,6 +32,7 @@ class Step(StrEnum):
     ROLLING_BACK = "rolling_back"
     ROLLED_BACK = "rolled_back"
     ROLLBACK_FAILED = "rollback_failed"
+    RECONNECTING = "reconnecting"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from spectui.errors import RelaunchError, RulesError
+from spectui.errors import HostError, RelaunchError, RulesError
 from spectui.ops import procs
 from spectui.ops.health import HealthOutcome, LaunchWatcher
 from spectui.ops.hostcmds import ProcEntry, check_pgid
@@ -46,6 +46,7 @@ class Runner:
         self.steps: list[Progress] = []
         self.own = procs.own_pgids(host)
         self.group: list[ProcEntry] = []
+        self.started_pid: int | None = None  # the new command's pid once started
 
     def _note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
               diagnoses: tuple[Any, ...] = ()) -> None:
@@ -104,11 +105,38 @@ class Runner:
             await self._stop(s.pgid, [p.pid for p in self.group], s.port, rollback=False, first=True)
         except _Failed as exc:
             return await self._after_failure(str(exc), Attempt(None, None, False, str(exc)), started=False)
-        new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
+        except HostError as exc:  # the link dropped while stopping: reconnect, then restore
+            if not await self._reconnect(exc):
+                return self._lost(exc, "while stopping the old server")
+            return await self._after_failure(f"connection lost while stopping ({exc})",
+                                             Attempt(None, None, False, str(exc)), started=False)
+        try:
+            new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
+        except HostError as exc:
+            if not await self._reconnect(exc):
+                return self._lost(exc, "while starting the new command")
+            new = Attempt(self.started_pid, plan.log_path, False, f"connection lost while starting ({exc})")
         if new.healthy:
             msg = f"relaunched: pid {new.pid} is healthy on {self.host.name} (log {new.log})"
             return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
         return await self._after_failure(new.error or "failed", new, started=new.pid is not None)
+
+    async def _reconnect(self, exc: Exception) -> bool:
+        """One reconnect after a dropped link (SSH); False when the host stays unreachable."""
+        self._note(Step.RECONNECTING, f"connection lost ({exc}); reconnecting")
+        try:
+            await self.host.reconnect()
+        except HostError:
+            return False
+        return True
+
+    def _lost(self, exc: Exception, when: str) -> RelaunchResult:
+        pid = self.started_pid
+        state = (f"the new server (pid {pid}) may be starting" if pid else "the old server may be stopped")
+        msg = (f"lost the connection to {self.host.name} {when} and could not reconnect ({exc}): {state}; "
+               f"check the host with `spectui connect {self.host.name}`")
+        new = Attempt(pid, self.plan.log_path if pid else None, False, msg)
+        return RelaunchResult(self.plan, new, None, msg, None, tuple(self.steps))
 
     async def _after_failure(self, reason: str, new: Attempt, *, started: bool) -> RelaunchResult:
         plan, s = self.plan, self.plan.server
@@ -126,7 +154,7 @@ class Runner:
             while await self.host.stat(log) is not None:
                 log = new_log_path(s.log_path, s.cwd, datetime.now(), [plan.log_path, log])
             old = await self._start_and_wait(plan.old.argv, log, s.port or plan.port, rollback=True)
-        except _Failed as exc:
+        except (_Failed, HostError) as exc:
             old = Attempt(None, None, False, str(exc))
         if old.healthy:
             self._note(Step.ROLLED_BACK, f"previous command healthy again as pid {old.pid}", rollback=True, pid=old.pid)
@@ -175,12 +203,19 @@ class Runner:
             pid = await procs.start_detached(self.host, s.cwd, log, dict(s.env), argv)
         except (RelaunchError, ValueError) as exc:
             return Attempt(None, log, False, str(exc))
-        watcher = LaunchWatcher(self.host, pid, log, port, s.host_addr, pipeline=self._pipeline(rollback),
-                                on_phase=lambda ph: self._phase(ph, pid, rollback))
+        if not rollback:
+            self.started_pid = pid
         # The previous command was serving minutes ago: give it the time a big model needs to load even
         # when --health-timeout was set short for the new one.
         timeout = max(self.opt.health_timeout_s, ROLLBACK_HEALTH_MIN_S) if rollback else self.opt.health_timeout_s
-        out = await watcher.wait_healthy(timeout)
+        watcher = self._watcher(pid, log, port, rollback)
+        try:
+            out = await watcher.wait_healthy(timeout)
+        except HostError as exc:  # the server runs on regardless of our link: reconnect and keep waiting
+            if not await self._reconnect(exc):
+                raise
+            watcher = self._watcher(pid, log, port, rollback)
+            out = await watcher.wait_healthy(timeout)
         if out.healthy:
             self._note(Step.HEALTHY, f"pid {pid} healthy ({out.reason})", rollback=rollback, pid=pid)
             if self.opt.observe_s > 0 and not rollback:
@@ -189,6 +224,10 @@ class Runner:
                 if not out.healthy:
                     return self._attempt(pid, log, out, "crashed after becoming healthy", timeout)
         return self._attempt(pid, log, out, None, timeout)
+
+    def _watcher(self, pid: int, log: str, port: int, rollback: bool) -> LaunchWatcher:
+        return LaunchWatcher(self.host, pid, log, port, self.plan.server.host_addr,
+                             pipeline=self._pipeline(rollback), on_phase=lambda ph: self._phase(ph, pid, rollback))
 
     def _attempt(self, pid: int, log: str, out: HealthOutcome, error: str | None, timeout: float) -> Attempt:
         if not out.healthy and error is None:

@@ -151,3 +151,34 @@ def test_usage_errors_are_one_line(lab: SimLab) -> None:
         done = subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode in (1, 2) and needle in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: SimLab, sshd, ssh_args) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from spectui.ops.plan import Edits
+    from spectui.ops.relaunch import RelaunchOptions, Step, execute, prepare
+    from spectui.sources.target import open_host, parse_target
+
+    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    wait_health(lab.port)
+    host = open_host(parse_target(sshd.target), ssh_args)
+    await host.connect()
+    steps: list[Step] = []
+
+    def on_progress(p) -> None:  # type: ignore[no-untyped-def]
+        steps.append(p.step)
+        if p.step == Step.STARTING and not p.rollback:
+            # Drop every SSH connection (the sshd children) while the new server loads.
+            asyncio.get_running_loop().call_later(0.3, sshd.kill_sessions)
+
+    try:
+        plan = await prepare(host, Edits.from_cli(["speculative-num-steps=15"]), pid=old_pid)
+        result = await execute(host, plan, RelaunchOptions(stop_grace_s=10, health_timeout_s=60),
+                               on_progress=on_progress)
+    finally:
+        await host.close()
+    assert Step.RECONNECTING in steps, steps
+    assert result.healthy, result.message
+    assert alive(result.new.pid) and health(lab.port) == 200
+    assert proc_argv(result.new.pid) == with_flag(list(plan.server.argv), "--speculative-num-steps", "15")
