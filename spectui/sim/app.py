@@ -69,7 +69,11 @@ class SimApp:
                                log=self.out.log, pause=self.pause)
         self.stop = asyncio.Event()
         self.stop_signal = 0
-        self.engine = Engine(model=self.model, fmt=fmt, write=self.out.log, max_running=self.startup.max_running,
+        # At --log-level warning SGLang logs no Prefill/Decode lines (they are INFO); the sim keeps the
+        # start-up milestones either way, which a real server would drop too.
+        info = str(args.get("log_level") or "info").lower() in ("debug", "info")
+        self.engine = Engine(model=self.model, fmt=fmt, write=self.out.log if info else _discard,
+                             max_running=self.startup.max_running,
                              max_total_tokens=self.startup.max_total_tokens,
                              decode_log_interval=int(args.get("decode_log_interval") or 40),  # type: ignore[call-overload]
                              graph_max_bs=self.startup.graph_max_bs, time_scale=knobs.time_scale, seed=knobs.seed)
@@ -77,6 +81,9 @@ class SimApp:
                               max_total_tokens=self.startup.max_total_tokens, context_len=self.startup.context_len)
         self.routes = Routes(self.state)
         self._crash: asyncio.Future[list[str]] | None = None
+        self.access_exclude = list(args.get("uvicorn_access_log_exclude_prefixes") or [])  # type: ignore[call-overload]
+        http_level = str(args.get("log_level_http") or args.get("log_level") or "info").lower()
+        self.http_info = http_level in ("debug", "info", "trace")
 
     async def pause(self, sim_s: float) -> None:
         """Sleep sim_s simulated seconds, or less if asked to stop. Loops must also test self.stop:
@@ -191,20 +198,25 @@ class SimApp:
         await serve_connection(reader, writer, self.routes, self._access_log)
 
     def _access_log(self, req: Request, status: int) -> None:
+        self._access(req.client, req.method, req.path, status)
+
+    def _access(self, client: str, method: str, path: str, status: int = 200) -> None:
+        if not self.http_info or any(path.startswith(str(p)) for p in self.access_exclude):
+            return  # --log-level-http warning / --uvicorn-access-log-exclude-prefixes (0.5.8+)
         phrase = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable",
                   400: "Bad Request"}.get(status, "OK")
-        self.out.access(self.fmt.access(req.client, req.method, req.path, status, phrase))
+        self.out.access(self.fmt.access(client, method, path, status, phrase))
 
     async def _warmup(self) -> None:
         """What SGLang's _wait_and_warmup does: model info, then one short /generate."""
         client = f"127.0.0.1:{random.randint(40000, 60000)}"
         if self.fmt.model_info_path == "/get_model_info" and self.fmt.v >= (0, 5, 6):
             self.out.log(self.fmt.main(self.fmt.deprecated_endpoint("/get_model_info", "/model_info")))
-        self.out.access(self.fmt.access(client, "GET", self.fmt.model_info_path, 200, "OK"))
+        self._access(client, "GET", self.fmt.model_info_path)
         req = self.engine.submit(prompt_tokens=6, max_tokens=8)
         while await req.chunks.get() is not None:
             pass
-        self.out.access(self.fmt.access(client, "POST", "/generate", 200, "OK"))
+        self._access(client, "POST", "/generate")
         await self.pause(0.2)
 
     async def _traffic(self) -> None:
@@ -216,8 +228,12 @@ class SimApp:
                 continue  # like a benchmark client's --max-concurrency: do not pile up an endless queue
             client = f"127.0.0.1:{rng.randint(40000, 60000)}"
             req = self.engine.submit(prompt_tokens=rng.randint(200, 1200), max_tokens=self.knobs.output_len)
-            self.out.access(self.fmt.access(client, "POST", "/v1/chat/completions", 200, "OK"))
+            self._access(client, "POST", "/v1/chat/completions")
             asyncio.get_running_loop().create_task(_drain(req.chunks))
+
+
+def _discard(line: str) -> None:
+    pass
 
 
 async def _drain(chunks: asyncio.Queue) -> None:

@@ -127,3 +127,21 @@ def test_not_ready_before_the_server_is_fired_up(sim_factory) -> None:
         httpx.get(sim.url + "/health", timeout=2)
     # SIGTERM during start-up: no handler is installed yet, so the signal's default action ends it.
     assert sim.stop() == -15
+
+
+def test_access_log_exclusions_and_log_levels(sim_factory) -> None:
+    sim = sim_factory([*EAGLE3, *CHAIN3, "--enable-metrics", "--uvicorn-access-log-exclude-prefixes", "/metrics",
+                       "/health", "--sim-time-scale", "50"])
+    sim.wait_ready()
+    with sim.client() as c:
+        assert c.get("/metrics").status_code == 200 and c.get("/health").status_code == 200
+        c.post("/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 100}})
+    sim.wait_for('"POST /generate HTTP/1.1" 200 OK', timeout=10)
+    assert "GET /metrics" not in sim.text() and "GET /health" not in sim.text()
+    quiet = sim_factory([*EAGLE3, *CHAIN3, "--log-level", "warning", "--sim-time-scale", "50", "--sim-traffic", "5"],
+                        name="quiet.log")
+    quiet.wait_ready()
+    with quiet.client() as c:  # serve some requests: still no Decode/Prefill lines at WARNING level
+        c.post("/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 200}})
+    assert "Decode batch" not in quiet.text() and "Prefill batch" not in quiet.text()
+    assert '"POST /generate HTTP/1.1"' not in quiet.text()  # --log-level also quiets uvicorn's access log
