@@ -115,6 +115,8 @@ async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     length = int(headers.get("content-length", "0") or 0)
     if length > MAX_BODY:
         return None
+    if headers.get("expect", "").lower() == "100-continue" and length:
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits for this before a large body
     body = await reader.readexactly(length) if length else b""
     peer = writer.get_extra_info("peername") or ("127.0.0.1", 0)
     url = urlsplit(target)
