@@ -151,8 +151,9 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
         if isinstance(clause, LogClause):
             if clause.milestone is not None and clause.milestone not in {k.value for k in MilestoneKind}:
                 raise RuleLoadError(f"{field}.milestone", f"unknown milestone kind {clause.milestone!r}")
-            if clause.record in ("decode", "prefill") and clause.contains is None:
-                raise RuleLoadError(f"{field}.contains", "decode/prefill log clauses need a literal 'contains'")
+            if clause.record in ("decode", "prefill", "warning") and clause.contains is None:
+                # These records can come by the thousand: a literal keeps regexes off the hot path.
+                raise RuleLoadError(f"{field}.contains", f"{clause.record} log clauses need a literal 'contains'")
             c = CLog(
                 next(counter), clause.record, clause.contains,
                 _regex(clause.pattern, f"{field}.pattern"),

@@ -73,6 +73,11 @@ def test_toml_syntax_error_still_names_the_rule(tmp_path: Path) -> None:
     assert error.startswith("bad.toml: rule USER001: TOML syntax error")
 
 
+def test_warning_clauses_need_a_literal(tmp_path: Path) -> None:
+    error = _error(tmp_path, GOOD.replace('contains = "hello"', 'pattern = "hel+o"'))
+    assert "field 'match.0.contains'" in error and "literal" in error
+
+
 def test_fix_flags_need_dashes(tmp_path: Path) -> None:
     error = _error(tmp_path, GOOD + '\n[[fix]]\nset = { "speculative-num-steps" = "3" }\n')
     assert "field 'fix.0.set'" in error
