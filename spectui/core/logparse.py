@@ -31,7 +31,10 @@ from spectui.core.versionhints import note_batch, note_milestone, note_prefix
 __all__ = ["LogParser", "guess_version", "VersionHints", "MAX_LINE_CHARS"]
 
 MAX_LINE_CHARS = 1_000_000  # a longer line is parsed on its first 1 M characters (still counted once)
-_ARGPARSE_RE = re.compile(r"^(?P<prog>[\w.\-]+(?: serve)?): error: (?P<err>.*)$")
+MAX_PARTIAL_BYTES = 4 * MAX_LINE_CHARS  # bytes kept of a line not yet ended (UTF-8: ≤ 4 bytes a character)
+# prog: "launch_server.py" (≤0.5.9), "sglang serve" (≥0.5.10), "sglang" (0.5.5–0.5.9 console script),
+# "python -m sglang.launch_server" (Python 3.14 default prog for -m)
+_ARGPARSE_RE = re.compile(r"^(?P<prog>(?:python[\d.]* -m )?[\w.\-]+(?: serve)?): error: (?P<err>.*)$")
 _PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
 _HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*:\s*$")
 
@@ -54,6 +57,7 @@ class LogParser:
         self._next = first_line
         self._pending: PendingEvent | None = None
         self._partial = b""
+        self._skipping = False  # dropping the middle of an over-long line until its newline
         self._weights_tags: set[str] = set()
         self._shapes: set[tuple[str, str, str, int, str]] = set()
         self._dp_ranks: set[int] = set()  # DP ranks seen in bulk-parsed samples (sizes the parsed tail)
@@ -71,18 +75,30 @@ class LogParser:
     def feed_bytes(self, chunk: bytes) -> list[Record]:
         if not chunk:
             return []
+        if self._skipping:  # the rest of an over-long line: only its start is kept (memory stays flat)
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                return []
+            chunk = chunk[nl:]
+            self._skipping = False
         data = self._partial + chunk if self._partial else chunk
         cut = data.rfind(b"\n")
         if cut < 0:
-            self._partial = data
+            self._hold(data)
             return []
-        self._partial = data[cut + 1 :]
+        self._hold(data[cut + 1 :])
         if self.bulk:
             out: list[Record] = []
             feed_region(self, data, cut + 1, out, self._tail())
             return out
         text = data[:cut].decode("utf-8", errors="replace")
         return self.feed(text.split("\n"))
+
+    def _hold(self, partial: bytes) -> None:
+        if len(partial) > MAX_PARTIAL_BYTES:
+            partial = partial[:MAX_PARTIAL_BYTES]
+            self._skipping = True
+        self._partial = partial
 
     # -- used by logbulk ----------------------------------------------------------------------------
 

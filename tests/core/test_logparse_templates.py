@@ -278,3 +278,20 @@ def test_bad_bytes_never_raise_and_every_line_counts_once() -> None:
     assert [d.line for d in decodes] == [2, 4]
     assert decodes[-1].accept_len == 1.50
     assert p.lines_seen == 4 and sum(p.counts.values()) == 4
+
+
+def test_a_line_without_end_is_held_only_in_part() -> None:
+    # a 64 MB "line" (a binary blob with no newline) arrives in 1 MB chunks; then a real line
+    p = LogParser()
+    blob = b"z" * (1 << 20)
+    for _ in range(64):
+        assert p.feed_bytes(blob) == []
+    recs = p.feed_bytes(b"tail of the blob\n[2025-12-03 10:00:06] The server is fired up and ready to roll!\n")
+    recs += p.finish()
+    assert [type(r) for r in recs] == [Milestone] and recs[0].line == 2
+    assert p.lines_seen == 2 and sum(p.counts.values()) == 2
+
+
+def test_python_3_14_argparse_prog() -> None:
+    (ev,) = parse(["python -m sglang.launch_server: error: unrecognized arguments: --speculative-model x"])[1]
+    assert (ev.exc_type, ev.message) == ("ArgparseError", "unrecognized arguments: --speculative-model x")
