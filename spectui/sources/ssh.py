@@ -70,33 +70,40 @@ class SFTPFile:
             raise _host_error(exc, self._name) from None
 
     async def close(self) -> None:
-        # Bounded: on a stalled link the close request would never be answered.
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._handle.close(), 2.0)
+        # Not awaited: on a stalled or dropped link the answer may never come, and a tail being
+        # cancelled must not wait for it. The handle dies with the connection anyway.
+        task = asyncio.ensure_future(self._handle.close())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 class _WakeSession(asyncssh.SSHClientSession):
     """Session of the wake-up `tail`: any stdout byte means "the file grew"; stderr means "look again"."""
 
     def __init__(self) -> None:
-        self.event = asyncio.Event()
+        self.woken = False
         self.rotation_hint = False
         self.closed = False
         self.chan: Any = None
+        self.waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, chan: Any) -> None:
         self.chan = chan
+
+    def _wake(self) -> None:
+        self.woken = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
     def data_received(self, data: Any, datatype: Any) -> None:
         if datatype == asyncssh.EXTENDED_DATA_STDERR:
             self.rotation_hint = True  # "has been replaced", "file truncated", "has appeared"
         # Stop window adjusts until the tail has read: the remote tail blocks instead of streaming.
         self.chan.pause_reading()
-        self.event.set()
+        self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.event.set()
+        self._wake()
 
 
 class TailNotifier:
@@ -111,9 +118,17 @@ class TailNotifier:
         if s.closed:
             await asyncio.sleep(timeout)  # notifier gone (no tail on the host): plain polling
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(s.event.wait(), timeout)
-        s.event.clear()
+        if not s.woken:
+            # A bare future and a timer (not wait_for + Event): cancelling the tail is then immediate.
+            loop = asyncio.get_running_loop()
+            s.waiter = loop.create_future()
+            timer = loop.call_later(timeout, s._wake)
+            try:
+                await s.waiter
+            finally:
+                timer.cancel()
+                s.waiter = None
+        s.woken = False
         hint, s.rotation_hint = s.rotation_hint, False
         if not s.closed:
             self._chan.resume_reading()
