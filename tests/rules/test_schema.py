@@ -40,7 +40,7 @@ def _error(tmp_path: Path, text: str) -> str:
         ('contains = "hello"', 'contians = "hello"', "match.0.contians"),
         ('severity = "info"', 'severity = "fatal"', "severity"),
         ('category = "other"', 'category = "misc"', "category"),
-        ('contains = "hello"', 'pattern = "(unclosed"', "match.0.pattern"),
+        ('contains = "hello"', 'contains = "hello"\npattern = "(unclosed"', "match.0.pattern"),
         ('expect = "fire"', 'expect = "fires"', "examples.0.expect"),
         ('diagnosis = "seen {m.text}"', 'diagnosis = "seen {m.nothing}"', "diagnosis.0"),
         ('record = "warning"', 'record = "warnings"', "match.0.record"),
