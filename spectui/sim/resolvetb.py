@@ -38,7 +38,13 @@ def resolution_traceback(version: str, exc_type: str, message: str, raised_at: s
     hook_era = v >= (0, 5, 15)
     func = raised_at or ("_handle_eagle_family" if hook_era else "_handle_speculative_decoding")
     obj = "cfg" if hook_era else "self"
-    src = raised_line or _SOURCE.get(exc_type, "raise {exc}").format(obj=obj, exc=exc_type)
+    src = raised_line or _SOURCE.get(exc_type if not message or exc_type != "ValueError" else "",
+                                     "raise {exc}(").format(obj=obj, exc=exc_type)
+    if exc_type == "AssertionError" and message:
+        src = "assert ("
+    owner, _, method = func.rpartition(".")  # "SpeculativeAlgorithm.from_string": tracebacks show the method
+    if owner:
+        func = method
     line = _KNOWN_LINES.get((v, func, exc_type), 1700 if not hook_era else 1160)
     lines = ["Traceback (most recent call last):",
              *_frame("<frozen runpy>", 198, "_run_module_as_main", None),
@@ -48,10 +54,15 @@ def resolution_traceback(version: str, exc_type: str, message: str, raised_at: s
         lines += _frame("srt/entrypoints/http_server.py", 1873, "launch_server", "server_args.resolve_once()")
         lines += _frame("srt/server_args.py", 412, "resolve_once", "run_resolution_hooks(self)")
         lines += _frame("srt/arg_groups/hooks.py", 88, "run_resolution_hooks", "hook(cfg)")
-        if func != "handle_speculative_decoding":
-            lines += _frame("srt/arg_groups/speculative_hook.py", 96, "handle_speculative_decoding",
-                            "_handle_eagle_family(cfg)")
-        lines += _frame("srt/arg_groups/speculative_hook.py", line, func, src)
+        if owner:
+            lines += _frame("srt/arg_groups/speculative_hook.py", 84, "handle_speculative_decoding",
+                            f"{owner}.{func}(cfg.speculative_algorithm)")
+            lines += _frame("srt/speculative/spec_info.py", 61, func, src)
+        else:
+            if func != "handle_speculative_decoding":
+                lines += _frame("srt/arg_groups/speculative_hook.py", 96, "handle_speculative_decoding",
+                                f"{func}(cfg)")
+            lines += _frame("srt/arg_groups/speculative_hook.py", line, func, src)
     else:
         lines += _frame("launch_server.py", 11, "<module>", "server_args = prepare_server_args(sys.argv[1:])")
         lines += _frame("srt/server_args.py", line + 2200 if v >= (0, 5, 3) else line + 900, "prepare_server_args",
