@@ -93,3 +93,15 @@ def test_demo_lists_scenarios_and_rejects_bad_input() -> None:
     assert {"healthy", "silent-override", "missing-steps", "bad-flag", "layer-mismatch", "oom"} <= set(names)
     res = subprocess.run([*DEMO, "--duration", "0"], capture_output=True, text=True, timeout=30)
     assert res.returncode == 2 and res.stderr.strip() == "spectui demo: error: --duration must be > 0 seconds"
+
+
+def test_silent_override_demo_diagnoses_the_seed(tmp_path: Path) -> None:
+    res = subprocess.run([*DEMO, "--scenario", "silent-override", "--duration", "5", "--time-scale", "20",
+                          "--log", str(tmp_path / "demo.log")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    events = _events(res.stdout)
+    found = [e for e in events if e["type"] == "diagnosis" and e["category"] == "silent-override"
+             and e["severity"] in ("error", "warning")]
+    assert found, res.stdout[-2000:]
+    decodes = [e for e in events if e["type"] == "decode"]
+    assert decodes and all(1.5 <= e["accept_len"] <= 2.0 for e in decodes)  # draft tokens forced to 2
