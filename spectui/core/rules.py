@@ -125,6 +125,7 @@ class RuleEngine:
         self._hits: dict[str, dict[int, _Hit]] = defaultdict(dict)
         self._current: dict[str, Diagnosis] = {}
         self._reported_at: dict[str, int] = {}  # rule -> window.count when last returned by feed()
+        self._pending: list[Diagnosis] = []  # raised while answering .diagnoses, not yet returned
         self._config_dirty = True
         self._launch_open = False  # a launch has shown activity (so the next server_args= starts another)
         self._last_activity = 0
@@ -140,7 +141,8 @@ class RuleEngine:
 
         Config-only rules are evaluated here too, so a launch without any log (pre-flight) is judged."""
         if self._config_dirty:
-            self.feed(())
+            raised = self.feed(())
+            self._pending.extend(raised)  # still reported by the next feed() (watch events)
         prio = {r.id: r.priority for r in self._rules}
         return sorted(self._current.values(), key=lambda d: (
             _SEVERITY_RANK[d.severity], prio.get(d.rule, 50), d.first_line or 0))
@@ -199,7 +201,7 @@ class RuleEngine:
         if self._config_dirty:
             todo.update((r.id, r) for r in self._config_rules)
             self._config_dirty = False
-        changed: list[Diagnosis] = []
+        changed, self._pending = self._pending, []
         cache: dict[tuple[int, int, int], dict[str, Any] | None] = {}
         # Specific rules first: a fallback rule then ignores records a raised specific rule explains.
         for rule in sorted(todo.values(), key=lambda r: r.fallback):

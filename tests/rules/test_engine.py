@@ -207,3 +207,26 @@ def test_drifting_metric_diagnosis_is_reported_at_a_bounded_rate(make_rule) -> N
         reported += engine.feed([decode(i, 1.0 + (i % 7) / 100)])
     assert 1 < len(reported) <= 100 // 20 + 1
     assert engine.diagnoses[0].last_line == 100  # the current diagnosis is always fresh
+
+
+def test_config_diagnosis_seen_through_diagnoses_is_still_returned_by_feed(make_rule) -> None:
+    rule = make_rule('''
+id = "TEST006"
+title = "pre-flight"
+category = "other"
+severity = "info"
+diagnosis = "launch known"
+explanation = "x"
+[[match]]
+kind = "config"
+when = "launch_known"
+''')
+    engine = RuleEngine([rule], launch=_Launch())
+    assert [d.rule for d in engine.diagnoses] == ["TEST006"]
+    assert [d.rule for d in engine.feed([WarningEvent(line=1, ctx=CTX, text="x")])] == ["TEST006"]
+    assert engine.feed([WarningEvent(line=2, ctx=CTX, text="y")]) == []
+
+
+class _Launch:
+    env: tuple = ()
+    args: tuple = ("--model-path", "/m")
