@@ -21,10 +21,11 @@ class Scenario:
     summary: str  # one line: what the user will see
     flags: tuple[str, ...]  # SGLang launch_server flags
     knobs: tuple[str, ...] = ()  # --sim-* knobs
+    traffic: float = 2.0  # built-in client load, requests/s (simulated time)
 
     def argv(self, *, host: str, port: int, time_scale: float, traffic: float | None = None) -> list[str]:
-        """Arguments for `python -m spectui.sim`."""
-        rps = traffic if traffic is not None else 2.0
+        """Arguments for `python -m spectui.sim`; `traffic` overrides the scenario's load."""
+        rps = traffic if traffic is not None else self.traffic
         return [*self.flags, "--host", host, "--port", str(port), "--sim-time-scale", f"{time_scale:g}",
                 "--sim-traffic", f"{rps:g}", *self.knobs]
 
@@ -46,6 +47,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              (*_BASE, *_CHAIN3, "--mem-fraction-static", "0.93"), ("--sim-fault", "oom-at-capture")),
     Scenario("crash", "the scheduler crashes after serving a few requests (SIGQUIT, exit 137)",
              (*_BASE, *_CHAIN3), ("--sim-fault", "crash-after:6")),
+    Scenario("capacity", "heavy load: 48 requests run (the cap speculation sets) while more queue behind them",
+             (*_BASE, *_CHAIN3), ("--sim-output-len", "400"), traffic=60.0),
     Scenario("nccl-timeout", "a collective hangs after the first requests; the NCCL watchdog fires",
              (*_BASE, *_CHAIN3, "--tp-size", "2"), ("--sim-fault", "nccl-timeout")),
 )}

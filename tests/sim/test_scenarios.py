@@ -15,13 +15,14 @@ import pytest
 from spectui.sim.scenarios import SCENARIOS
 from tests.sim.conftest import free_port
 
-SERVING = {"healthy", "silent-override", "layer-mismatch"}
+SERVING = {"healthy", "silent-override", "layer-mismatch", "capacity"}
 
 
 def _scenario_log(name: str, tmp_path: Path, decode_lines: int = 12) -> Path:
     """Run the scenario's simulator until it ends by itself, or (serving) until enough Decode lines."""
     log = tmp_path / f"{name}.log"
-    argv = SCENARIOS[name].argv(host="127.0.0.1", port=free_port(), time_scale=50, traffic=8)
+    traffic = None if name == "capacity" else 8.0  # capacity needs its own heavy load
+    argv = SCENARIOS[name].argv(host="127.0.0.1", port=free_port(), time_scale=50, traffic=traffic)
     with open(log, "wb") as f:
         proc = subprocess.Popen([sys.executable, "-m", "spectui.sim", *argv], stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -77,6 +78,12 @@ def test_layer_mismatch(tmp_path: Path) -> None:
     assert r["records"]["error"] == 0  # nothing in the launch looks wrong
     assert 1.0 <= _mean_accept(r) <= 1.25
     assert _categories(r, "error", "warning") & {"hidden-state-mismatch", "low-accept-length"}
+
+
+def test_capacity(tmp_path: Path) -> None:
+    r = _check(_scenario_log("capacity", tmp_path, decode_lines=20))
+    assert r["decode"]["running_req"]["last"] == 48 and r["decode"]["queue_req"]["last"] > 0
+    assert "capacity" in _categories(r, "warning", "error")
 
 
 @pytest.mark.parametrize(("name", "kinds", "summary", "category"), [
