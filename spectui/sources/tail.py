@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator
 
 from spectui.errors import AuthError, HostError, HostKeyError
-from spectui.sources.base import ConnState, Host, TailEvent, TailLines, TailState
+from spectui.sources.base import ConnState, FileStat, Host, TailEvent, TailLines, TailState
 
 CHUNK = 256 * 1024
 MAX_PARTIAL = 1024 * 1024  # a "line" longer than this is handed out without its newline
@@ -117,31 +117,48 @@ class LogTail:
             if not announced:
                 yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
             # A notifier starts watching a moment after it starts: check once soon, in case a
-            # rotation fell into that gap, then every `identity_check` seconds or on a hint.
+            # rotation fell into that gap, then every `identity_check` seconds or on a hint. The check
+            # (a remote `stat`, ~100s of ms over SSH) runs beside the reads so it never delays a line.
             last_check = time.monotonic() - self.identity_check + min(1.0, self.identity_check)
-            while True:
-                async for ev in self._drain(f):
-                    yield ev
-                hint = await notifier.wait(1.0)
-                if not hint and time.monotonic() - last_check < self.identity_check:
-                    continue
-                last_check = time.monotonic()
-                pos = self.offset + len(self._partial)
-                if await f.size() < pos:  # copytruncate
-                    self._restart(self.inode)
-                    yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
-                                    rotated=True)
-                    continue
-                st = await self.host.stat(self.path)
-                if st is not None and st.inode != self.inode:  # rotated by rename: finish the old file first
+            check: asyncio.Task[FileStat | None] | None = None
+            recheck = False
+            try:
+                while True:
                     async for ev in self._drain(f):
                         yield ev
-                    if self._partial:
-                        yield self._emit([self._partial])
-                    await f.close()
-                    f = await self.host.open(self.path)
-                    self._restart(st.inode)
-                    yield TailState(ConnState.CONNECTED, "log was rotated; following the new file", rotated=True)
+                    hint = await notifier.wait(0.25 if check else 1.0)
+                    if hint or time.monotonic() - last_check >= self.identity_check:
+                        pos = self.offset + len(self._partial)
+                        if await f.size() < pos:  # copytruncate
+                            self._restart(self.inode)
+                            yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
+                                            rotated=True)
+                            continue
+                        if check is None:
+                            last_check = time.monotonic()
+                            check = asyncio.ensure_future(self.host.stat(self.path))
+                        else:
+                            recheck = True  # a hint during a check: the answer may predate it
+                    if check is None or not check.done():
+                        continue
+                    st, check = check.result(), None
+                    if recheck:
+                        recheck, last_check = False, 0.0
+                    if st is not None and st.inode != self.inode:  # rotated by rename: finish the old file
+                        async for ev in self._drain(f):
+                            yield ev
+                        if self._partial:
+                            yield self._emit([self._partial])
+                        await f.close()
+                        f = await self.host.open(self.path)
+                        self._restart(st.inode)
+                        yield TailState(ConnState.CONNECTED, "log was rotated; following the new file",
+                                        rotated=True)
+            finally:
+                if check is not None:
+                    check.cancel()
+                    with contextlib.suppress(BaseException):
+                        await check
         finally:
             await f.close()
             if notifier is not None:
