@@ -68,6 +68,7 @@ CAPTURE_NAMES = {
     "frame_line": "its line number", "frames": "every frame function, innermost last",
     "milestone": "milestone kind",
     "stage": "start-up stage when the record came: the last milestone kind (graph_capture_begin, ...) or serving",
+    "when": "the same as a phrase: 'while serving', 'during start-up (after graph_capture_begin)', '(stage not in the log)'",
 }
 _DEST = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -265,6 +265,7 @@ class RuleEngine:
                 captures = match_log(clause, record, text)
                 if captures is not None:
                     captures["stage"] = self._stage
+                    captures["when"] = _when(self._stage)
                     found.append((rule, clause, captures))
         specific = frozenset(rule.id for rule, _, _ in found if not rule.fallback)
         end = getattr(record, "end_line", 0) or record.line
@@ -370,6 +371,14 @@ class RuleEngine:
             return _Outcome(False)
         shown = ", ".join(f"{n} = {_show(env(n))}" for n in sorted(node.when.names) if env(n) is not None)
         return _Outcome(True, [f"flags: {shown}"] if shown else [])
+
+
+def _when(stage: str) -> str:
+    if stage == "serving":
+        return "while serving"
+    if stage:
+        return f"during start-up (after {stage})"
+    return "(stage not in the log)"
 
 
 def _show(value: Any) -> str:
