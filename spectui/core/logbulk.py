@@ -60,7 +60,7 @@ class BulkRun:
         self.last_line = 0
         self.first_done = False
         self.first: DecodeSample | None = None  # the run's first decode line, parsed
-        self.tail = b""  # the run's last bytes, whole lines
+        self.tail: list[tuple[bytes, int, int]] = []  # (buffer, start, end) pieces of the run's last bytes
         self.held: list[Record] = []  # records of the line-by-line pieces inside the run
         self.read: list[tuple[int, int]] = []  # line ranges read line by line (not to parse twice)
 
@@ -98,10 +98,10 @@ def _may_start_launch(rec: Record) -> bool:
     return False
 
 
-def feed_region(parser: LogParser, region: bytes, end: int, out: list[Record], tail: int) -> None:
-    """Read region[:end], which holds complete lines only (region[end - 1] is a newline)."""
+def feed_region(parser: LogParser, region: bytes, begin: int, end: int, out: list[Record], tail: int) -> None:
+    """Read region[begin:end], which holds complete lines only (region[end - 1] is a newline)."""
     segments: list[Segment] = []
-    _segments(region, 0, end, BLOCK, segments)
+    _segments(region, begin, end, BLOCK, segments)
     run_start: int | None = None  # where the open run's bytes start in this region
     for ordinary, start, stop, n, d, p in segments:
         run = parser.bulk_run
@@ -141,18 +141,29 @@ def feed_region(parser: LogParser, region: bytes, end: int, out: list[Record], t
         run.last_line = parser.next_line - 1
     run = parser.bulk_run
     if run is not None and run_start is not None:
-        run.tail = _keep_tail(run.tail, region, run_start, end)
+        _keep_tail(run, region, run_start, end)
 
 
-def _keep_tail(old: bytes, region: bytes, start: int, end: int) -> bytes:
-    if end - start >= TAIL_BYTES:
-        cut = region.find(b"\n", end - TAIL_BYTES, end) + 1
-        return region[cut:end]
-    joined = old + region[start:end]
-    if len(joined) <= TAIL_BYTES:
-        return joined
-    cut = joined.find(b"\n", len(joined) - TAIL_BYTES) + 1
-    return joined[cut:]
+def _keep_tail(run: BulkRun, region: bytes, start: int, end: int) -> None:
+    """Remember region[start:end] as the run's newest bytes (by reference: no copy), forgetting pieces
+    that are more than TAIL_BYTES from the end."""
+    if end <= start:
+        return
+    parts = run.tail
+    parts.append((region, start, end))
+    size = 0
+    for i in range(len(parts) - 1, -1, -1):
+        size += parts[i][2] - parts[i][1]
+        if size >= TAIL_BYTES:
+            del parts[:i]
+            break
+
+
+def _tail_bytes(run: BulkRun) -> bytes:
+    data = b"".join(buf[a:b] for buf, a, b in run.tail)
+    if len(data) > TAIL_BYTES:
+        data = data[data.find(b"\n", len(data) - TAIL_BYTES) + 1 :]
+    return data
 
 
 def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b"", start: int = 0, end: int = 0,
@@ -163,8 +174,8 @@ def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b
     if run is None:
         return
     parser.bulk_run = None
-    if end > start:
-        run.tail = _keep_tail(run.tail, region, start, end)
+    _keep_tail(run, region, start, end)
+    data = _tail_bytes(run)
     counts = parser.counts
     counts[RecordKind.DECODE] += run.decode
     counts[RecordKind.PREFILL] += run.prefill
@@ -173,13 +184,13 @@ def close_run(parser: LogParser, out: list[Record], tail: int, region: bytes = b
     picked: list[DecodeSample | PrefillSample] = [run.first] if run.first is not None else []
     if run.decode > len(picked):
         limit = run.decode - len(picked)
-        got = _tail_samples(parser, run, last, tail, DECODE_MARK, limit)
+        got = _tail_samples(parser, run, data, last, tail, DECODE_MARK, limit)
         ranks = len({s.ctx.dp_rank for s in got if s.ctx.dp_rank is not None})
         if ranks * tail_per_rank > tail:  # more DP ranks than known: each needs its own share of the tail
-            got = _tail_samples(parser, run, last, ranks * tail_per_rank, DECODE_MARK, limit)
+            got = _tail_samples(parser, run, data, last, ranks * tail_per_rank, DECODE_MARK, limit)
         picked += got
     if not picked and run.prefill:
-        picked = _tail_samples(parser, run, last, 1, PREFILL_MARK, 1)
+        picked = _tail_samples(parser, run, data, last, 1, PREFILL_MARK, 1)
     if picked:
         n_decode = sum(1 for r in picked if type(r) is DecodeSample)
         picked[-1] = replace(picked[-1], skipped_decode=run.decode - n_decode,
@@ -198,10 +209,9 @@ def _first_decode(parser: LogParser, region: bytes, start: int, stop: int, first
     return rec if isinstance(rec, DecodeSample) else None
 
 
-def _tail_samples(parser: LogParser, run: BulkRun, last_line: int, want: int, mark: bytes,
+def _tail_samples(parser: LogParser, run: BulkRun, data: bytes, last_line: int, want: int, mark: bytes,
                   limit: int) -> list[DecodeSample | PrefillSample]:
-    """Parse the last `want` (at most `limit`) counted lines holding `mark` in the run's kept bytes."""
-    data = run.tail
+    """Parse the last `want` (at most `limit`) counted lines holding `mark` in `data`, the run's last bytes."""
     want = min(want, limit)
     read = run.read
     idx = len(read) - 1  # ranges are in ascending order; walk them backwards with the lines

@@ -81,18 +81,37 @@ class LogParser:
                 return []
             chunk = chunk[nl:]
             self._skipping = False
+        if self.bulk:
+            return self._feed_bytes_bulk(chunk)
         data = self._partial + chunk if self._partial else chunk
         cut = data.rfind(b"\n")
         if cut < 0:
             self._hold(data)
             return []
         self._hold(data[cut + 1 :])
-        if self.bulk:
-            out: list[Record] = []
-            feed_region(self, data, cut + 1, out, self._tail())
-            return out
         text = data[:cut].decode("utf-8", errors="replace")
         return self.feed(text.split("\n"))
+
+    def _feed_bytes_bulk(self, chunk: bytes) -> list[Record]:
+        # No copy of the (large) chunk: the held partial line is completed on its own first.
+        out: list[Record] = []
+        start = 0
+        if self._partial:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._hold(self._partial + chunk)
+                return out
+            joined = self._partial + chunk[: nl + 1]
+            self._partial = b""
+            feed_region(self, joined, 0, len(joined), out, self._tail())
+            start = nl + 1
+        cut = chunk.rfind(b"\n", start)
+        if cut < 0:
+            self._hold(chunk[start:])
+            return out
+        self._hold(chunk[cut + 1 :])
+        feed_region(self, chunk, start, cut + 1, out, self._tail())
+        return out
 
     def _hold(self, partial: bytes) -> None:
         if len(partial) > MAX_PARTIAL_BYTES:
