@@ -127,3 +127,21 @@ async def test_run_stat_read_and_missing_file(sshd: Sshd, tmp_path: Path) -> Non
             await host.open(str(tmp_path / "nope"))
     finally:
         await host.close()
+
+
+async def test_ssh_config_alias_hostname_port_user_identity(sshd: Sshd, tmp_path: Path) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host gpubox\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+                   f"  IdentityFile {sshd.client_key}\n")
+    kh = tmp_path / "known_hosts"
+    alias = SSHHost("gpubox", options=SSHOptions(ssh_config=str(cfg), known_hosts=str(kh)))
+    with pytest.raises(HostKeyError, match=f"ssh-keyscan -p {sshd.port} 127.0.0.1 "):
+        await alias.connect()  # the key is looked up and recorded under the real HostName and Port
+    accepting = SSHHost("gpubox", options=SSHOptions(ssh_config=str(cfg), known_hosts=str(kh),
+                                                     accept_new_host_key=True))
+    await accepting.connect()
+    try:
+        assert (await accepting.run(["id", "-un"])).stdout.strip() == sshd.user
+    finally:
+        await accepting.close()
+    assert kh.read_text().startswith(f"[127.0.0.1]:{sshd.port} ")
