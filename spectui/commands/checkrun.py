@@ -56,7 +56,7 @@ class CheckResult:
             "lines": self.lines,
             "records": {k.value: self.counts.get(k, 0) for k in RecordKind},
             "sglang_version_guess": self.version_guess,
-            "launches": len(self.launches),
+            "launches": self.current.launch,
             "phase": cur.phase.value,
             "decode": _decode_json(cur),
             "errors": [_error_json(e) for e in self.errors],

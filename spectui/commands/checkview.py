@@ -89,7 +89,7 @@ def render(result: CheckResult, name: str, console: Console | None = None) -> No
     console.print(Text(f"{result.lines} lines: {counts}"))
     phase = Text("phase: ")
     phase.append(cur.phase.value, style=_PHASE_STYLE.get(cur.phase, "cyan"))
-    phase.append(f"   launches: {len(result.launches)}   SGLang: {result.version_guess or 'unknown'}")
+    phase.append(f"   launches: {cur.launch}   SGLang: {result.version_guess or 'unknown'}")
     console.print(phase)
     if len(result.launches) > 1:
         console.print(_launches_table(result.launches))

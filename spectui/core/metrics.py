@@ -72,6 +72,7 @@ _LOADING = {MilestoneKind.DIST_INIT, MilestoneKind.WEIGHTS_BEGIN, MilestoneKind.
 _UP = {ServerPhase.READY, ServerPhase.SERVING, ServerPhase.STOPPED}
 _CRASH_SETTLE_LINES = 20  # other ranks keep logging start-up lines for a moment after one rank crashed
 _SERIES_LEN = 300
+MAX_LAUNCHES_KEPT = 1000  # snapshot_all() keeps the most recent launches
 
 
 def _stat(values: deque[float], last: float | None) -> Stat:
@@ -208,9 +209,13 @@ class MetricsTracker:
         return self._cur.index if self._cur else 0
 
     def _new_launch(self, line: int) -> _Launch:
+        index = 1
         if self._cur is not None:
+            index = self._cur.index + 1
             self._done.append(self._cur.snapshot())
-        self._cur = _Launch(len(self._done) + 1, line, self.window)
+            if len(self._done) > MAX_LAUNCHES_KEPT:  # a crash-looping server: keep memory flat
+                del self._done[0]
+        self._cur = _Launch(index, line, self.window)
         return self._cur
 
     def _starts_launch(self, cur: _Launch | None, rec: Record) -> bool:
@@ -292,6 +297,7 @@ class MetricsTracker:
         return self._cur.snapshot() if self._cur is not None else EMPTY_SNAPSHOT
 
     def snapshot_all(self) -> list[MetricSnapshot]:
+        """One per launch seen (the last MAX_LAUNCHES_KEPT + 1), oldest first."""
         if self._cur is None:
             return []
         return [*self._done, self._cur.snapshot()]

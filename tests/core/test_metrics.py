@@ -171,3 +171,17 @@ def test_a_failed_request_is_an_error_but_not_a_crash() -> None:
     (err,) = [r for r in up.records if r.__class__.__name__ == "ErrorEvent"]
     assert (err.exc_type, err.message, err.fatal) == ("ValueError", "bad request body", False)
     assert up.snapshot.phase is ServerPhase.SERVING and up.snapshot.errors == 1
+
+
+def test_a_crash_loop_keeps_memory_flat_but_counts_every_launch() -> None:
+    from spectui.core import metrics
+
+    lines = []
+    for _ in range(metrics.MAX_LAUNCHES_KEPT + 5):
+        lines += ["usage: sglang serve [-h] --model-path MODEL_PATH",
+                  "sglang serve: error: unrecognized arguments: --num-speculative-tokens 16"]
+    m = track(lines)
+    assert m.launches == metrics.MAX_LAUNCHES_KEPT + 5
+    snaps = m.snapshot_all()
+    assert len(snaps) == metrics.MAX_LAUNCHES_KEPT + 1
+    assert snaps[-1].launch == metrics.MAX_LAUNCHES_KEPT + 5 and snaps[0].launch == 5
