@@ -58,7 +58,9 @@ def _launches_table(launches: list[MetricSnapshot]) -> Table:
     table = Table(title="launches", title_justify="left")
     for col in ("#", "from line", "phase", "decode lines", "accept len mean", "gen tok/s mean", "errors"):
         table.add_column(col, justify="right" if col not in ("phase",) else "left")
-    for s in launches:
+    if len(launches) > _MAX_SHOWN:
+        table.caption = f"the last {_MAX_SHOWN} of {launches[-1].launch}"
+    for s in launches[-_MAX_SHOWN:]:
         table.add_row(str(s.launch), _num(s.launch_first_line), s.phase.value, str(s.samples),
                       _num(s.accept_len.mean), _num(s.gen_tokens_per_s.mean, 1), str(s.errors))
     return table
