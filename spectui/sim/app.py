@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from spectui.sim import faults
+from spectui.sim.dpgroup import EngineGroup, scheduler_ranks
 from spectui.sim.engine import Engine
 from spectui.sim.http import Request, serve_connection
 from spectui.sim.knobs import SimKnobs
@@ -65,18 +66,23 @@ class SimApp:
         self.port = int(args.get("port") or 30000)  # type: ignore[call-overload]
         alpha = faults.LAYER_MISMATCH_ALPHA if knobs.fault and knobs.fault.name == "layer-mismatch" else knobs.alpha
         self.model = DecodeModel(knobs.baseline_tps, alpha, spec)
+        attn_dp = int(args.get("attn_dp_size") or 1)  # type: ignore[call-overload]
+        ranks = scheduler_ranks(int(args.get("tp_size") or 1), attn_dp if attn_dp > 1 else int(args.get("dp_size") or 1),  # type: ignore[call-overload]
+                                bool(args.get("enable_dp_attention")) or attn_dp > 1)
         self.startup = Startup(fmt=fmt, args=args, spec=spec, draft_arch=draft_arch, model_arch=knobs.model_arch,
-                               log=self.out.log, pause=self.pause)
+                               log=self.out.log, pause=self.pause, ranks=[r for group in ranks for r in group])
         self.stop = asyncio.Event()
         self.stop_signal = 0
         # At --log-level warning SGLang logs no Prefill/Decode lines (they are INFO); the sim keeps the
         # start-up milestones either way, which a real server would drop too.
         info = str(args.get("log_level") or "info").lower() in ("debug", "info")
-        self.engine = Engine(model=self.model, fmt=fmt, write=self.out.log if info else _discard,
-                             max_running=self.startup.max_running,
-                             max_total_tokens=self.startup.max_total_tokens,
-                             decode_log_interval=int(args.get("decode_log_interval") or 40),  # type: ignore[call-overload]
-                             graph_max_bs=self.startup.graph_max_bs, time_scale=knobs.time_scale, seed=knobs.seed)
+        self.engine = EngineGroup([
+            Engine(model=self.model, fmt=fmt, write=self.out.log if info else _discard,
+                   max_running=self.startup.max_running, max_total_tokens=self.startup.max_total_tokens,
+                   decode_log_interval=int(args.get("decode_log_interval") or 40),  # type: ignore[call-overload]
+                   graph_max_bs=self.startup.graph_max_bs, time_scale=knobs.time_scale, seed=knobs.seed + i,
+                   dp_rank=group[0].dp, tp_rank=group[0].tp)
+            for i, group in enumerate(ranks)])
         self.state = SimState(fmt=fmt, engine=self.engine, args=args, launch_argv=launch_argv, write=self.out.log,
                               max_total_tokens=self.startup.max_total_tokens, context_len=self.startup.context_len)
         self.routes = Routes(self.state)
@@ -137,7 +143,7 @@ class SimApp:
         for line in self.fmt.uvicorn_startup(os.getpid(), self.host, self.port):
             self.out.log(line)
         self._crash = loop_future = asyncio.get_running_loop().create_future()
-        self.engine.before_round = self._check_faults
+        self.engine.set_before_round(self._check_faults)
         engine_task = asyncio.create_task(self._engine_guard())
         await self._warmup()
         if self.stop.is_set():
@@ -172,8 +178,10 @@ class SimApp:
         return 0
 
     async def _engine_guard(self) -> None:
-        with contextlib.suppress(_Crash):
+        try:
             await self.engine.run()
+        except* _Crash:
+            pass  # a scheduler "died": _run prints its last words and ends the process
 
     def _check_faults(self) -> None:
         fault, crash = self.knobs.fault, self._crash
@@ -224,7 +232,7 @@ class SimApp:
         rng = random.Random(self.knobs.seed + 1)
         while not self.stop.is_set():
             await self.pause(rng.expovariate(self.knobs.traffic_rps))
-            if len(self.engine.waiting) >= self.engine.max_running:
+            if self.engine.waiting >= self.engine.max_running:
                 continue  # like a benchmark client's --max-concurrency: do not pile up an endless queue
             client = f"127.0.0.1:{rng.randint(40000, 60000)}"
             req = self.engine.submit(prompt_tokens=rng.randint(200, 1200), max_tokens=self.knobs.output_len)

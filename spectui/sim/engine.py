@@ -90,8 +90,9 @@ class EngineStats:
 class Engine:
     def __init__(self, *, model: DecodeModel, fmt: LogFormat, write: Callable[[str], None], max_running: int,
                  max_total_tokens: int, decode_log_interval: int, graph_max_bs: int, time_scale: float,
-                 seed: int = 0) -> None:
+                 seed: int = 0, dp_rank: int | None = None, tp_rank: int = 0) -> None:
         self.model, self.fmt, self.write = model, fmt, write
+        self.dp_rank, self.tp_rank = dp_rank, tp_rank  # the scheduler that logs: TP0 of its DP group
         self.max_running, self.max_total_tokens = max_running, max_total_tokens
         self.interval = max(1, decode_log_interval)
         self.graph_max_bs, self.scale = graph_max_bs, time_scale
@@ -157,7 +158,7 @@ class Engine:
         self.stats.prompt_tokens_total += tokens
         pf_s = PREFILL_FIXED_S + tokens / PREFILL_TPS
         self._update_usage()
-        self.write(self.fmt.sched(self.fmt.prefill(
+        self.write(self._tagged(self.fmt.prefill(
             counter=self._forward_ct, new_seq=len(new), new_token=tokens, cached=0, usage=self.stats.token_usage,
             running=len(self.running) - len(new), queue=len(self.waiting), graph=False, input_tps=tokens / pf_s)))
         return pf_s
@@ -189,6 +190,9 @@ class Engine:
         self._update_usage()
         return round_s
 
+    def _tagged(self, msg: str) -> str:
+        return self.fmt.sched(msg, self.tp_rank, self.dp_rank)
+
     def _update_usage(self) -> None:
         s = self.stats
         s.running, s.queue = len(self.running), len(self.waiting)
@@ -207,7 +211,7 @@ class Engine:
             s.last_accept_rate = self.fmt.accept_rate(accept_len, spec.num_steps, spec.draft_tokens)
         s.last_gen_throughput = self._iv_tokens / self._iv_time
         self._update_usage()
-        self.write(self.fmt.sched(self.fmt.decode(
+        self.write(self._tagged(self.fmt.decode(
             counter=self._forward_ct, running=len(self.running), tokens=s.used_tokens, usage=s.token_usage,
             accept_len=accept_len, steps=spec.num_steps if spec else None,
             draft_tokens=spec.draft_tokens if spec else None, graph=s.graph, gen_tps=s.last_gen_throughput,

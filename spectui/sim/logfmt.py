@@ -35,9 +35,9 @@ class LogFormat:
         """A line from the main (HTTP/tokenizer) process: no tags."""
         return f"[{self.ts()}] {msg}"
 
-    def sched(self, msg: str, tp_rank: int = 0) -> str:
-        """A line from a scheduler process: `TPn` only when tp > 1 (0.4.9+)."""
-        tag = f" TP{tp_rank}" if self.tp_size > 1 else ""
+    def sched(self, msg: str, tp_rank: int = 0, dp_rank: int | None = None) -> str:
+        """A line from a scheduler process: `DPn` with data parallelism, `TPn` only when tp > 1 (0.4.9+)."""
+        tag = (f" DP{dp_rank}" if dp_rank is not None else "") + (f" TP{tp_rank}" if self.tp_size > 1 else "")
         return f"[{self.ts()}{tag}] {msg}"
 
     def uvicorn(self, msg: str, level: str = "INFO") -> str:

@@ -19,35 +19,45 @@ class _Collector:
         self.s = state
 
     def collect(self):
-        s, v, stats = self.s, self.s.fmt.v, self.s.engine.stats
-        labels = {"model_name": s.model_name, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0"}
-        if v >= (0, 5, 20):
-            labels["moe_ep_rank"] = "0"
-        names, values = list(labels), list(labels.values())
+        s, v = self.s, self.s.fmt.v
         spec = s.engine.model.spec
+        base = {"model_name": s.model_name, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0"}
+        if v >= (0, 5, 20):
+            base["moe_ep_rank"] = "0"
+        families: dict[str, GaugeMetricFamily] = {}
 
-        def gauge(name: str, doc: str, value: float):
-            g = GaugeMetricFamily(f"sglang:{name}", doc, labels=names)
-            g.add_metric(values, value)
-            return g
+        def gauge(name: str, doc: str, labels: dict[str, str], value: float) -> None:
+            fam = families.get(name)
+            if fam is None:
+                fam = families[name] = GaugeMetricFamily(f"sglang:{name}", doc, labels=list(labels))
+            fam.add_metric(list(labels.values()), value)
 
-        yield gauge("num_running_reqs", "The number of running requests.", stats.running)
-        yield gauge("num_queue_reqs", "The number of requests in the waiting queue.", stats.queue)
-        yield gauge("num_used_tokens", "The number of used tokens.", stats.used_tokens)
-        yield gauge("token_usage", "The token usage.", stats.token_usage)
-        yield gauge("gen_throughput", "The generation throughput (token/s).", stats.last_gen_throughput)
-        yield gauge("cache_hit_rate", "The prefix cache hit rate.", 0.0)
-        yield gauge("spec_accept_length", "Mean acceptance length of speculative decoding (accepted drafts + "
-                    "bonus token per forward).", stats.last_accept_len or 0.0)
-        if v >= (0, 5, 4):
-            yield gauge("spec_accept_rate", "The acceptance rate of speculative decoding.", stats.last_accept_rate or 0.0)
-            yield gauge("is_cuda_graph", "Whether the batch is using CUDA graph.", float(stats.graph))
-        if v >= (0, 5, 6):
-            yield gauge("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
-                        s.max_total_tokens)
-        if v >= (0, 5, 15) and spec is not None:
-            yield gauge("spec_num_steps", "Active speculative num steps.", spec.num_steps)
-            yield gauge("spec_num_draft_tokens", "Active speculative num draft tokens.", spec.draft_tokens)
+        # One series per stats-logging scheduler (TP0 of each DP rank), like SGLang's multiprocess gauges.
+        for e in s.engine.engines:
+            stats = e.stats
+            labels = {**base, "tp_rank": str(e.tp_rank)}
+            if e.dp_rank is not None:
+                labels["dp_rank"] = str(e.dp_rank)
+            gauge("num_running_reqs", "The number of running requests.", labels, stats.running)
+            gauge("num_queue_reqs", "The number of requests in the waiting queue.", labels, stats.queue)
+            gauge("num_used_tokens", "The number of used tokens.", labels, stats.used_tokens)
+            gauge("token_usage", "The token usage.", labels, stats.token_usage)
+            gauge("gen_throughput", "The generation throughput (token/s).", labels, stats.last_gen_throughput)
+            gauge("cache_hit_rate", "The prefix cache hit rate.", labels, 0.0)
+            gauge("spec_accept_length", "Mean acceptance length of speculative decoding (accepted drafts + "
+                  "bonus token per forward).", labels, stats.last_accept_len or 0.0)
+            if v >= (0, 5, 4):
+                gauge("spec_accept_rate", "The acceptance rate of speculative decoding.", labels,
+                      stats.last_accept_rate or 0.0)
+                gauge("is_cuda_graph", "Whether the batch is using CUDA graph.", labels, float(stats.graph))
+            if v >= (0, 5, 6):
+                gauge("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", labels,
+                      s.max_total_tokens)
+            if v >= (0, 5, 15) and spec is not None:
+                gauge("spec_num_steps", "Active speculative num steps.", labels, spec.num_steps)
+                gauge("spec_num_draft_tokens", "Active speculative num draft tokens.", labels, spec.draft_tokens)
+        yield from families.values()
+        stats = s.engine.stats
         tok_names = ["model_name", "engine_type"]
         tok_values = [s.model_name, "unified"]
         for name, doc, value in (("prompt_tokens", "Number of prefill tokens processed.", stats.prompt_tokens_total),

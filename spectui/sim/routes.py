@@ -7,7 +7,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from spectui.sim.engine import Engine, SimRequest
+from spectui.sim.dpgroup import EngineGroup
+from spectui.sim.engine import SimRequest
 from spectui.sim.http import Request, Response, sse_event
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.promtext import render_metrics
@@ -18,7 +19,7 @@ class SimState:
     """What the endpoints need to know about the running simulated server."""
 
     fmt: LogFormat
-    engine: Engine
+    engine: EngineGroup
     args: dict[str, object]  # every ServerArgs field, resolved
     launch_argv: list[str]
     write: Callable[[str], None]
@@ -68,17 +69,22 @@ class Routes:
         return Response(200 if self.s.ready else 503)
 
     def _server_info(self) -> dict[str, object]:
-        s, stats = self.s, self.s.engine.stats
-        internal: dict[str, object] = {**s.args, "last_gen_throughput": stats.last_gen_throughput,
-                                       "memory_usage": {"weight": 15.1, "kvcache": 50.5, "token_capacity": s.max_total_tokens,
-                                                        "graph": 1.4}}
-        if s.engine.model.spec is not None and stats.avg_spec_accept_length is not None:
-            internal["avg_spec_accept_length"] = stats.avg_spec_accept_length
+        s = self.s
+        states = []
+        for e in s.engine.engines:  # one internal state per DP rank
+            internal: dict[str, object] = {**s.args, "last_gen_throughput": e.stats.last_gen_throughput,
+                                           "memory_usage": {"weight": 15.1, "kvcache": 50.5,
+                                                            "token_capacity": s.max_total_tokens, "graph": 1.4}}
+            if e.model.spec is not None and e.stats.avg_spec_accept_length is not None:
+                internal["avg_spec_accept_length"] = e.stats.avg_spec_accept_length
+            if e.dp_rank is not None:
+                internal["dp_rank"] = e.dp_rank
+            states.append(internal)
         info: dict[str, object] = dict(s.args)
         if s.fmt.v >= (0, 5, 20):
             info["launch_command"] = " ".join(s.launch_argv)
         info.update({"status": "ready", "max_total_num_tokens": s.max_total_tokens,
-                     "max_req_input_len": s.context_len - 1, "internal_states": [internal],
+                     "max_req_input_len": s.context_len - 1, "internal_states": states,
                      "version": s.fmt.version})
         return info
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 from spectui.sim import faults
+from spectui.sim.dpgroup import Rank
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import SpecConfig
 
@@ -41,8 +42,10 @@ def draft_arch_for(algorithm: str | None, model_arch: str) -> str | None:
 
 class Startup:
     def __init__(self, *, fmt: LogFormat, args: dict[str, object], spec: SpecConfig | None, draft_arch: str | None,
-                 model_arch: str, log: Callable[[str], None], pause: Callable[[float], Awaitable[None]]) -> None:
+                 model_arch: str, log: Callable[[str], None], pause: Callable[[float], Awaitable[None]],
+                 ranks: list[Rank] | None = None) -> None:
         self.fmt, self.args, self.spec, self.log, self.pause = fmt, args, spec, log, pause
+        self.ranks = ranks or [Rank(None, 0)]
         self.model_arch, self.draft_arch = model_arch, draft_arch
         self.tp = max(1, int(args.get("tp_size") or 1))  # type: ignore[call-overload]
         m = re.search(r"(\d+(?:\.\d+)?)[bB](?![a-zA-Z])", str(args.get("model_path") or ""))
@@ -62,8 +65,8 @@ class Startup:
         self.graph_max_bs = self.graph_bs[-1] if self.graphs else 0
 
     def _sched_all(self, msg: str) -> None:
-        for rank in range(self.tp):
-            self.log(self.fmt.sched(msg, rank))
+        for rank in self.ranks:
+            self.log(self.fmt.sched(msg, rank.tp, rank.dp))
 
     async def before_serving(self, *, oom: bool) -> bool:
         """Log everything up to the capacity line. False when an injected fault killed the scheduler."""
@@ -93,23 +96,26 @@ class Startup:
                 if not await self._capture("draft", avail, self.spec.topk, 2.5, oom):
                     return False
                 await self._capture("draft extend", avail, self.spec.num_steps + 1, 1.5, False)
+        first = self.ranks[0]
         self.log(fmt.sched(fmt.capacity(
             max_total_tokens=self.max_total_tokens, chunked_prefill=int(self.args.get("chunked_prefill_size") or 8192),  # type: ignore[call-overload]
             max_prefill=int(self.args.get("max_prefill_tokens") or 16384), max_running=self.max_running,  # type: ignore[call-overload]
-            context_len=self.context_len, avail=avail - 1.5)))
+            context_len=self.context_len, avail=avail - 1.5), first.tp, first.dp))
         await self.pause(0.5)
         return True
 
     async def _capture(self, which: str, avail: float, tokens_per_req: int, secs: float, oom: bool) -> bool:
         fmt = self.fmt
+        rank = self.ranks[0]
         for line in fmt.capture_begin(which, avail, self.graph_bs, tokens_per_req):
-            self.log(fmt.sched(line))
+            self.log(fmt.sched(line, rank.tp, rank.dp))
         await self.pause(secs * (0.4 if oom else 1.0))
         if oom:
             _, lines = faults.capture_oom(draft=which != "target")
-            self.log(fmt.sched("Scheduler hit an exception: " + lines[0]))
+            self.log(fmt.sched("Scheduler hit an exception: " + lines[0], rank.tp, rank.dp))
             for line in lines[1:]:
                 self.log(line)
             return False
-        self.log(fmt.sched(fmt.capture_end(which, secs, 0.9, avail - 0.9, self.graph_bs, tokens_per_req)))
+        self.log(fmt.sched(fmt.capture_end(which, secs, 0.9, avail - 0.9, self.graph_bs, tokens_per_req),
+                           rank.tp, rank.dp))
         return True
