@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spectui.core import rule_match, rules
@@ -14,9 +16,25 @@ from spectui.core.records import (
     MilestoneKind,
     WarningEvent,
 )
+from spectui.core.rule_compile import Rule, load_file
 from spectui.core.rules import RuleEngine
 
 CTX = LineContext()
+
+
+@pytest.fixture
+def make_rule(tmp_path: Path):
+    """A compiled rule from TOML text written to a real file (the loader's own path)."""
+
+    def make(text: str, name: str = "rule.toml") -> Rule:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        rule, error = load_file(path, name)
+        assert error is None, error
+        assert rule is not None
+        return rule
+
+    return make
 
 WARN_RULE = '''
 id = "TEST001"
