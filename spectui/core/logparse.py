@@ -35,6 +35,7 @@ MAX_PARTIAL_BYTES = 4 * MAX_LINE_CHARS  # bytes kept of a line not yet ended (UT
 # prog: "launch_server.py" (≤0.5.9), "sglang serve" (≥0.5.10), "sglang" (0.5.5–0.5.9 console script),
 # "python -m sglang.launch_server" (Python 3.14 default prog for -m)
 _ARGPARSE_RE = re.compile(r"^(?P<prog>(?:python[\d.]* -m )?[\w.\-]+(?: serve)?): error: (?P<err>.*)$")
+_ACCESS_OK = '" 200 OK'
 _PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
 _HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*:\s*$")
 
@@ -246,6 +247,12 @@ class LogParser:
                 else:
                     self._emit(make_prefill(n, ctx, m), RecordKind.PREFILL, out)
                 return
+        if msg.endswith(_ACCESS_OK):
+            # a successful HTTP request (uvicorn access line); the bulk reader counts these as other too
+            self.counts[RecordKind.OTHER] += 1
+            if self.keep_other:
+                out.append(OtherLine(n, ctx, msg))
+            return
         if "Traceback (most recent call last)" in msg:
             pend = PendingEvent(line=n, ctx=ctx, headline=msg)
             pend.headline_exception()
@@ -340,8 +347,8 @@ class LogParser:
 
     def _milestone(self, ms: Milestone) -> Milestone:
         note_milestone(self.version_hints, ms.kind.value, ms.text)
-        if ms.kind is MilestoneKind.SERVER_ARGS:
-            self._weights_tags.clear()
+        if ms.kind in (MilestoneKind.SERVER_ARGS, MilestoneKind.FIRED_UP):
+            self._weights_tags.clear()  # the next "Load weight end" on a rank is a new launch's target
         elif ms.kind is MilestoneKind.WEIGHTS_LOADED:
             # With spec each rank prints "Load weight end" twice: target first, then the draft.
             key = ms.ctx.tags

@@ -295,3 +295,9 @@ def test_a_line_without_end_is_held_only_in_part() -> None:
 def test_python_3_14_argparse_prog() -> None:
     (ev,) = parse(["python -m sglang.launch_server: error: unrecognized arguments: --speculative-model x"])[1]
     assert (ev.exc_type, ev.message) == ("ArgparseError", "unrecognized arguments: --speculative-model x")
+
+
+def test_successful_request_lines_are_other_whatever_their_path() -> None:
+    line = '[2025-12-03 10:00:05] INFO:     127.0.0.1:5 - "GET /ncclSystemError/failed/Traceback HTTP/1.1" 200 OK'
+    p, recs = parse([line], keep_other=True)
+    assert [type(r) for r in recs] == [OtherLine]
