@@ -36,7 +36,7 @@ def _events(stdout: str) -> list[dict]:
 
 def test_healthy_demo_for_a_duration(tmp_path: Path) -> None:
     log = tmp_path / "demo.log"
-    res = subprocess.run([*DEMO, "--scenario", "healthy", "--duration", "6", "--time-scale", "20", "--log", str(log)],
+    res = subprocess.run([*DEMO, "--scenario", "healthy", "--duration", "4", "--time-scale", "40", "--log", str(log)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     events = _events(res.stdout)
@@ -96,7 +96,7 @@ def test_demo_lists_scenarios_and_rejects_bad_input() -> None:
 
 
 def test_silent_override_demo_diagnoses_the_seed(tmp_path: Path) -> None:
-    res = subprocess.run([*DEMO, "--scenario", "silent-override", "--duration", "5", "--time-scale", "20",
+    res = subprocess.run([*DEMO, "--scenario", "silent-override", "--duration", "4", "--time-scale", "40",
                           "--log", str(tmp_path / "demo.log")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     events = _events(res.stdout)
