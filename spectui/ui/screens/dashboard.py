@@ -32,7 +32,8 @@ from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
 
 FLUSH_INTERVAL = 0.1  # seconds: at most ten screen updates a second from the log
 FLUSH_LINES = 500  # flush at once when this many lines are waiting
-MAX_LINES_PER_FLUSH = 5000  # a big backlog is parsed in slices so keys keep answering
+MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
+PARSE_SLICE = 500  # lines per parser call in the worker thread
 GPU_POLL_INTERVAL = 5.0
 
 
@@ -131,7 +132,7 @@ class DashboardScreen(Screen):
             self._flush_timer = self.set_timer(FLUSH_INTERVAL, self.flush)
 
     def flush(self) -> None:
-        """Hand waiting lines to the parser (in a thread: the event loop keeps answering keys)."""
+        """Hand waiting lines to the parser worker (one batch in flight at a time, so order is kept)."""
         self._flush_timer = None
         if self.processing:
             return  # the batch in flight flushes again when it is done
@@ -155,14 +156,27 @@ class DashboardScreen(Screen):
 
     @work(group="parse")
     async def process_batch(self, batch: list[str], *, finish: bool) -> None:
-        """Parse + metrics + rules off the event loop; one batch at a time, so order is kept."""
+        """Parse + metrics + rules in a worker thread, one batch at a time so order is kept.
+
+        Measured (bench/bench_ui.py): slicing the parse cooperatively on the event loop costs every
+        hop of a key's handling one slice and fell behind a 5k lines/s log; a thread keeps up and
+        keys wait at most a GIL switch interval per hop.
+        """
         import asyncio
+        import dataclasses
 
         try:
-            if batch:
-                self._apply(await asyncio.to_thread(self.cockpit.feed, batch))
+            kinds: list[tuple[int, int, str]] = []
+            fresh: list[Any] = []
+            update = None
+            for i in range(0, len(batch), PARSE_SLICE):
+                update = await asyncio.to_thread(self.cockpit.feed, batch[i : i + PARSE_SLICE])
+                kinds.extend(update.kinds)
+                fresh.extend(update.new_diagnoses)
+            if update is not None:
+                self._apply(dataclasses.replace(update, kinds=tuple(kinds), new_diagnoses=tuple(fresh)))
             if finish:
-                self._apply(await asyncio.to_thread(self.cockpit.finish))
+                self._apply(self.cockpit.finish())
                 self.finished = True
         finally:
             self.processing = False
@@ -178,8 +192,7 @@ class DashboardScreen(Screen):
     def _apply(self, update: CockpitUpdate) -> None:
         self.last_update = update
         log = self.query_one(LogView)
-        for first, last, kind in update.kinds:
-            log.mark_kinds(first, last, kind)
+        log.mark_kinds(update.kinds)
         self.query_one(SpecPanel).data = SpecData(update.snapshot, update.config, update.history, update.dp_ranks)
         self.query_one(ConfigPanel).view = update.config
         self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
@@ -196,7 +209,7 @@ class DashboardScreen(Screen):
             self.flush()
             await self.wait_processed()
         log.append_lines([f"──── relaunched: now following {path} ────"])
-        log.mark_kinds(log.last_line_no, log.last_line_no, "milestone")
+        log.mark_kinds([(log.last_line_no, log.last_line_no, "milestone")])
         self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no)
         self.log_path = path
         self._update_log_title()

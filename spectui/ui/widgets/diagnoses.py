@@ -44,6 +44,9 @@ class DiagnosesPanel(OptionList):
     """A list of core.rules.Diagnosis, most severe first."""
 
     BINDINGS = [Binding("f", "fix", "Apply fix…", show=True)]
+    DEFAULT_CSS = """
+    DiagnosesPanel { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     class Selected(Message):
         def __init__(self, diagnosis: Any) -> None:

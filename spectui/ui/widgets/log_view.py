@@ -122,18 +122,22 @@ class LogView(ScrollView, can_focus=True):
         if self.following:
             self._stick_to_end()
 
-    def mark_kinds(self, first: int, last: int, kind: str) -> None:
-        """Record the parser's kind for lines first..last (inclusive) that are still held."""
-        lo = max(first, self._first_no) - self._first_no
-        hi = min(last, self.last_line_no) - self._first_no
-        if hi < lo:
-            return
-        for i in range(lo, hi + 1):
-            self._kinds[i] = kind
-        if kind == "error" and first >= self._first_no:
-            self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
-        self._cache.clear()
-        self.refresh()
+    def mark_kinds(self, ranges: Iterable[tuple[int, int, str]]) -> None:
+        """Record the parser's kind for lines first..last (inclusive) that are still held; one repaint."""
+        changed = False
+        base, last_held = self._first_no, self.last_line_no
+        kinds = self._kinds
+        for first, last, kind in ranges:
+            lo, hi = max(first, base) - base, min(last, last_held) - base
+            if hi < lo:
+                continue
+            kinds[lo : hi + 1] = [kind] * (hi - lo + 1)
+            if kind == "error" and first >= base:
+                self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
+            changed = True
+        if changed:
+            self._cache.clear()
+            self.refresh()
 
     def clear(self) -> None:
         self._texts.clear()

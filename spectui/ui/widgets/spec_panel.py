@@ -37,10 +37,10 @@ class SpecPanel(Widget):
     """Renders `data`; width-aware so the plots use the space they have."""
 
     DEFAULT_CSS = """
-    SpecPanel { height: auto; min-height: 8; }
+    SpecPanel { height: 7; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    data: reactive[SpecData] = reactive(SpecData, layout=True)  # line count changes: re-measure
+    data: reactive[SpecData] = reactive(SpecData, layout=False)  # fixed height (tcss): no relayout per update
 
     def render(self) -> Text:
         d = self.data
@@ -67,7 +67,7 @@ class SpecPanel(Widget):
             t.append("/draft")
             t.append(f"  drafts used {specmath.saturation(al.mean, steps):.0%}")
             rate = specmath.draft_acceptance_rate(al.mean, ndt) if ndt and ndt >= 2 else None
-            if rate is not None:
+            if rate is not None and ndt != steps + 1:  # a tree: (L−1)/(ndt−1) differs from drafts used
                 t.append(f"  (L−1)/(ndt−1) {rate:.2f}")
         else:
             t.append("acceptance: needs num steps from the config", "dim")
