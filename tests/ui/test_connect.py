@@ -1,0 +1,85 @@
+"""`spectui connect` as a user runs it: bad targets are one-line errors; over a real sshd it finds the
+simulated server, follows its log and shows the seed incident; a dropped SSH session is shown and survived."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+
+import pytest
+
+from spectui.commands.connect import build_session
+from spectui.commands.demorun import DemoRun
+from spectui.sim.scenarios import SCENARIOS
+from spectui.ui.app import SpectuiApp
+from spectui.ui.widgets.config_panel import ConfigPanel
+from spectui.ui.widgets.diagnoses import DiagnosesPanel
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "spectui", "connect", *argv], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (("/nonexistent/sglang.log",), "no log file /nonexistent/sglang.log"),
+        (("-",), "spectui watch -"),
+        (("bad target with spaces",), "cannot read target"),
+    ],
+)
+def test_bad_targets_are_one_line_errors(argv, needle) -> None:
+    out = run_cli(*argv)
+    assert out.returncode == 2
+    assert needle in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+async def wait_for(predicate, pilot, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "timed out waiting for the cockpit"
+        await pilot.pause(0.1)
+
+
+@pytest.mark.sshd
+async def test_connect_over_ssh_finds_the_server_and_survives_a_dropped_session(sshd, ssh_args, tmp_path) -> None:
+    demo = DemoRun(SCENARIOS["silent-override"], version=None, time_scale=20.0, duration=None,
+                   log_path=str(tmp_path / "server.log"))
+    path = demo.start_sim()
+    try:
+        args = argparse.Namespace(target=sshd.target, log=None, pid=demo.proc.pid, server_port=None,
+                                  read_only=True, **vars(ssh_args))
+        session = await build_session(args)
+        assert session.pid == demo.proc.pid
+        assert session.log_path == path
+        assert "--speculative-num-draft-tokens" in session.launch.args
+        app = SpectuiApp(session)
+        async with app.run_test(size=(160, 48)) as pilot:
+            dash = app.dashboard
+            await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
+            assert dash.connection == "connected"
+            rows = {r.key: r for r in dash.query_one(ConfigPanel).view.rows}
+            assert rows["speculative_num_draft_tokens"].differs  # 16 requested, 2 in the server's own log
+            assert "SPEC003" in [d.rule for d in dash.query_one(DiagnosesPanel).diagnoses]
+            seen_before = dash.query_one("LogView").last_line_no
+            states: set[str] = set()
+            original = dash._refresh_header
+
+            def record() -> None:
+                states.add(dash.connection)
+                original()
+
+            dash._refresh_header = record  # type: ignore[method-assign]
+            assert sshd.kill_sessions() >= 1
+            await wait_for(lambda: dash.query_one("LogView").last_line_no > seen_before + 50
+                           and dash.connection == "connected", pilot, timeout=90)
+            assert states & {"reconnecting", "lost"}, f"the drop was never shown: {states}"
+            await pilot.press("q")
+        await session.host.close()
+    finally:
+        demo.stop_sim()
