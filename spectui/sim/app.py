@@ -228,22 +228,28 @@ class SimApp:
         await self.pause(0.2)
 
     async def _traffic(self) -> None:
-        """A built-in benchmark client: Poisson arrivals at --sim-traffic requests/s (simulated time)."""
+        """A built-in benchmark client: Poisson arrivals at --sim-traffic requests/s (simulated time), at most
+        --sim-concurrency in flight (0: no limit, but never a queue longer than the running batch)."""
         rng = random.Random(self.knobs.seed + 1)
+        slots = asyncio.Semaphore(self.knobs.concurrency) if self.knobs.concurrency else None
         while not self.stop.is_set():
             await self.pause(rng.expovariate(self.knobs.traffic_rps))
-            if self.engine.waiting >= self.engine.max_running:
+            if slots is not None:
+                await slots.acquire()
+            elif self.engine.waiting >= self.engine.max_running:
                 continue  # like a benchmark client's --max-concurrency: do not pile up an endless queue
             client = f"127.0.0.1:{rng.randint(40000, 60000)}"
             req = self.engine.submit(prompt_tokens=rng.randint(200, 1200), max_tokens=self.knobs.output_len)
             self._access(client, "POST", "/v1/chat/completions")
-            asyncio.get_running_loop().create_task(_drain(req.chunks))
+            asyncio.get_running_loop().create_task(_drain(req.chunks, slots))
 
 
 def _discard(line: str) -> None:
     pass
 
 
-async def _drain(chunks: asyncio.Queue) -> None:
+async def _drain(chunks: asyncio.Queue, slots: asyncio.Semaphore | None = None) -> None:
     while await chunks.get() is not None:
         pass
+    if slots is not None:
+        slots.release()

@@ -18,6 +18,8 @@ KNOB_HELP: dict[str, str] = {
     "--sim-baseline-tps": f"decode tok/s of one request without speculation (default {DEFAULT_BASELINE_TPS:g})",
     "--sim-traffic": "built-in client load in requests/s (default 0: only external requests)",
     "--sim-output-len": "tokens generated per built-in request (default 256)",
+    "--sim-concurrency": "most built-in requests in flight at once, like a benchmark's --max-concurrency "
+                         "(default 0: no limit)",
     "--sim-fault": "inject a failure: " + ", ".join(FAULT_NAMES),
     "--sim-model-arch": "architecture of the simulated target (default LlamaForCausalLM)",
     "--sim-seed": "random seed (default 0)",
@@ -36,6 +38,7 @@ class SimKnobs:
     baseline_tps: float = DEFAULT_BASELINE_TPS
     traffic_rps: float = 0.0
     output_len: int = 256
+    concurrency: int = 0
     fault: Fault | None = None
     model_arch: str = "LlamaForCausalLM"
     seed: int = 0
@@ -92,6 +95,7 @@ def _build(values: dict[str, str]) -> SimKnobs:
         baseline_tps=num("--sim-baseline-tps", DEFAULT_BASELINE_TPS),
         traffic_rps=num("--sim-traffic", 0.0, positive=False),
         output_len=int(num("--sim-output-len", 256)),
+        concurrency=int(num("--sim-concurrency", 0, positive=False)),
         fault=fault,
         model_arch=values.get("--sim-model-arch", "LlamaForCausalLM"),
         seed=int(num("--sim-seed", 0, positive=False)),

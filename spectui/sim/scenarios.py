@@ -34,9 +34,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("healthy", "EAGLE-3 chain of 3 on Llama-3.1-8B: accept len ~3, faster than no speculation",
              (*_BASE, *_CHAIN3)),
     Scenario("silent-override", "the seed incident: topk 1 with 16 draft tokens and 1 step; SGLang forces "
-             "draft tokens to 2, accept len ~1.8, slower than no speculation",
+             "draft tokens to 2, accept len ~1.8, one stream at 75 tok/s: slower than the 90 without speculation",
              (*_BASE, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
-              "--speculative-num-steps", "1")),
+              "--speculative-num-steps", "1"), ("--sim-concurrency", "1"), traffic=20.0),
     Scenario("missing-steps", "topk and draft tokens without --speculative-num-steps: a bare AssertionError",
              (*_BASE, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16")),
     Scenario("bad-flag", "vLLM's --num-speculative-tokens: argparse rejects it (exit 2)",

@@ -42,8 +42,8 @@ def _scenario_log(name: str, tmp_path: Path, decode_lines: int = 12) -> Path:
     return log
 
 
-def _check(log: Path) -> dict:
-    res = subprocess.run([sys.executable, "-m", "spectui.cli", "check", "--json", str(log)],
+def _check(log: Path, *extra: str) -> dict:
+    res = subprocess.run([sys.executable, "-m", "spectui.cli", "check", "--json", *extra, str(log)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode in (0, 1), res.stderr
     return json.loads(res.stdout)
@@ -66,11 +66,14 @@ def test_healthy(tmp_path: Path) -> None:
 
 
 def test_silent_override(tmp_path: Path) -> None:
-    r = _check(_scenario_log("silent-override", tmp_path))
+    r = _check(_scenario_log("silent-override", tmp_path), "--baseline-tps", "90")
     assert r["server_args"]["speculative_num_draft_tokens"] == 2  # asked for 16
     assert 1.7 <= _mean_accept(r) <= 1.9
+    assert r["decode"]["running_req"]["last"] == 1  # one stream, like the seed's benchmark
+    assert 65 < r["decode"]["gen_tokens_per_s"]["mean"] < 85  # the seed: below the 90 tok/s baseline
     assert r["records"]["error"] == 0
     assert "silent-override" in _categories(r, "error", "warning")  # from the log alone (no --launch)
+    assert "spec-slower-than-baseline" in _categories(r, "error", "warning")
 
 
 def test_layer_mismatch(tmp_path: Path) -> None:
