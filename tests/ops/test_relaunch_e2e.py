@@ -166,19 +166,31 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
     await host.connect()
     steps: list[Step] = []
 
-    def on_progress(p) -> None:  # type: ignore[no-untyped-def]
-        steps.append(p.step)
-        if p.step == Step.STARTING and not p.rollback:
-            # Drop every SSH connection (the sshd children) while the new server loads.
-            asyncio.get_running_loop().call_later(0.3, sshd.kill_sessions)
+    async def drop_links_once_the_new_server_runs() -> None:
+        # The new server has left the SSH session once it is reparented (setsid, its sh exited). Only then
+        # drop every connection: the harness SIGKILLs the sessions' descendants, unlike a real link loss.
+        while True:
+            for pid in lab.servers_in_root():
+                try:
+                    ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                    argv = proc_argv(pid)
+                except OSError:
+                    continue
+                if pid != old_pid and ppid == "1" and argv[1:3] == ["-m", "spectui.sim"]:
+                    sshd.kill_sessions()
+                    return
+            await asyncio.sleep(0.02)
 
+    dropper = asyncio.create_task(drop_links_once_the_new_server_runs())
     try:
-        plan = await prepare(host, Edits.from_cli(["speculative-num-steps=15"]), pid=old_pid)
+        # A slower start (time scale 8) leaves the link drop inside the health wait.
+        plan = await prepare(host, Edits.from_cli(["speculative-num-steps=15", "sim-time-scale=8"]), pid=old_pid)
         result = await execute(host, plan, RelaunchOptions(stop_grace_s=10, health_timeout_s=60),
-                               on_progress=on_progress)
+                               on_progress=lambda p: steps.append(p.step))
     finally:
+        dropper.cancel()
         await host.close()
     assert Step.RECONNECTING in steps, steps
     assert result.healthy, result.message
     assert alive(result.new.pid) and health(lab.port) == 200
-    assert proc_argv(result.new.pid) == with_flag(list(plan.server.argv), "--speculative-num-steps", "15")
+    assert proc_argv(result.new.pid) == plan.new.argv
