@@ -71,6 +71,7 @@ class DashboardScreen(Screen):
         self.tail_done = False
         self.processing = False  # a batch is being parsed in a worker thread
         self.finished = False  # a replayed log has been read to its end and finished
+        self.gpu_note = ""  # what the GPU probe found ("ok", or why there is no strip)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -246,7 +247,9 @@ class DashboardScreen(Screen):
                 return
             if result.exit_status != 0:
                 strip.remove_class("-visible")
+                self.gpu_note = f"no GPU strip: nvidia-smi exited {result.exit_status} on {self.session.label}"
                 return  # no nvidia-smi (or no GPU): the strip stays hidden
+            self.gpu_note = "ok"
             gpus = parse_nvidia_smi(result.stdout)
             strip.set_gpus(gpus)
             strip.set_class(bool(gpus), "-visible")
