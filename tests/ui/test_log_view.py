@@ -83,15 +83,23 @@ async def test_search_next_previous() -> None:
         await settle(pilot, app)
         log = app.dashboard.query_one(LogView)
         await pilot.press("slash", *"POST /v1/chat", "enter")
-        assert log.cursor == hits[0]
+        assert log.cursor == hits[-1]  # following a live log: the most recent hit first
         assert not log.following
+        await pilot.press("N")
+        assert log.cursor == hits[-2]
+        await pilot.press("n")
+        assert log.cursor == hits[-1]
+        await pilot.press("n")  # nothing below: stays, says so
+        assert log.cursor == hits[-1]
+        await pilot.pause()
+        # the hit is on screen: the cursor row is inside the visible window
+        row = log._no_to_row(hits[-1])
+        assert log.scroll_offset.y <= row < log.scroll_offset.y + log.scrollable_content_region.height
+        # paused at the top, a new search starts from the top of the view and goes down
+        await pilot.press("g", "slash", "ctrl+u", *"POST /v1/chat", "enter")
+        assert log.cursor == hits[0]
         await pilot.press("n")
         assert log.cursor == hits[1]
-        await pilot.press("N")
-        assert log.cursor == hits[0]
-        # the hit is on screen: the cursor row is inside the visible window
-        row = log._no_to_row(hits[0])
-        assert log.scroll_offset.y <= row < log.scroll_offset.y + log.scrollable_content_region.height
 
 
 async def test_error_jumps_go_to_each_traceback_start() -> None:

@@ -57,22 +57,22 @@ class HistoryScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#launches", DataTable)
-        table.add_columns("launch", "line", "flags (vs previous)", "decode lines", "accept len mean (p10–p90)",
-                          "gen tok/s mean")
+        table.add_columns("launch", "line", "decode lines", "accept len mean (p10–p90)", "gen tok/s mean",
+                          "flags (vs previous)")
         prev: dict[str, object] | None = None
         summaries: list[LaunchSummary] = self.cockpit.launch_summaries()
         for s in summaries:
             cur = dict(s.settings)
             table.add_row(
-                s.label, str(s.first_line or "–"), settings_diff(prev, cur), str(s.samples),
+                s.label, str(s.first_line or "–"), str(s.samples),
                 f"{_num(s.accept_len_mean)} ({_num(s.accept_len_p10)}–{_num(s.accept_len_p90)})",
-                _num(s.gen_tokens_per_s_mean, ".1f"),
+                _num(s.gen_tokens_per_s_mean, ".1f"), settings_diff(prev, cur),
             )
             prev = cur
         if not summaries:
-            table.add_row("–", "–", Text("no decode lines seen yet", style="dim"), "", "", "")
+            table.add_row("–", "–", "0", Text("no decode lines seen yet", style="dim"), "", "")
         recorded = self.query_one("#recorded", DataTable)
-        recorded.add_columns("started", "outcome", "flag changes", "accept len", "gen tok/s", "log")
+        recorded.add_columns("started", "outcome", "accept len", "gen tok/s", "flag changes", "log")
         self.load_recorded()
 
     @work(thread=True, exclusive=True)
@@ -87,7 +87,7 @@ class HistoryScreen(ModalScreen[None]):
         for r in records:
             changes = ", ".join(f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in r.diff) or "–"
             style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
-            table.add_row(r.time, Text(r.outcome, style=style), Text(changes, overflow="ellipsis"),
-                          _num(r.accept_len), _num(r.gen_tokens_per_s, ".1f"), r.log or "–")
+            table.add_row(r.time, Text(r.outcome, style=style), _num(r.accept_len), _num(r.gen_tokens_per_s, ".1f"),
+                          Text(changes, overflow="ellipsis"), r.log or "–")
         if not records:
             table.add_row("–", Text("none recorded", style="dim"), "", "", "", "")

@@ -35,9 +35,14 @@ class HeaderBar(Widget):
 
     DEFAULT_CSS = """
     HeaderBar { height: 1; background: $panel; }
+    HeaderBar.-two-lines { height: 2; }
     """
+    WIDE = 140  # below this the header takes two lines so nothing is cut off
 
     info: reactive[HeaderInfo] = reactive(HeaderInfo, layout=False)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < self.WIDE, "-two-lines")
 
     def render(self) -> Text:
         i = self.info
@@ -50,7 +55,7 @@ class HeaderBar(Widget):
         t.append(f"SGLang {i.version or '?'}")
         t.append(" │ ", "dim")
         t.append(f" {i.phase.upper()} ", PHASE_STYLES.get(i.phase, "reverse"))
-        t.append(" │ ", "dim")
+        t.append("\n " if self.size.width and self.size.width < self.WIDE else " │ ", "dim")
         t.append("● ", CONN_STYLES.get(i.connection, "yellow"))
         t.append(i.connection, CONN_STYLES.get(i.connection, "yellow"))
         if i.connection != "replay":

@@ -276,7 +276,9 @@ class LogView(ScrollView, can_focus=True):
 
     def go_top(self) -> None:
         self.following = False
+        self.cursor = None  # a later search starts from the top, not from an old hit
         self.scroll_home(animate=False, immediate=True)
+        self._invalidate()
 
     def go_bottom(self) -> None:
         self.following = True
@@ -314,10 +316,25 @@ class LogView(ScrollView, can_focus=True):
         return self._search.pattern if self._search is not None else ""
 
     def set_search(self, pattern: str) -> bool:
-        """Highlight `pattern` and move to its next hit; empty clears. Returns whether a hit was found."""
+        """Highlight `pattern` and move to a hit; empty clears. Returns whether a hit was found.
+
+        Following a live log, the first hit is the most recent one (then `N` goes back in time);
+        paused, it is the first hit from the top of the view down, like less.
+        """
         self._search = compile_pattern(pattern) if pattern else None
         self._invalidate()
-        return self.find(backward=False) if self._search is not None else True
+        if self._search is None:
+            return True
+        if self.cursor is None and self.following:
+            return self.find(backward=True)
+        if self.cursor is None:
+            top = self._row_to_no(max(int(self.scroll_offset.y), self._marker_rows))
+            self.cursor = top - 1 if top is not None else None
+            if self.find(backward=False):
+                return True
+            self.cursor = None
+            return False
+        return self.find(backward=False)
 
     def find(self, *, backward: bool) -> bool:
         """Move the cursor to the next (previous) line matching the search. Returns whether one exists."""
