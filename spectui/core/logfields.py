@@ -107,6 +107,9 @@ _CAPTURE_RE = re.compile(r"Capture (?P<what>[\w\- ]*?)graph (?P<phase>begin|end)
 _KV_PAIR_RE = re.compile(r"(\w+)=(-?\d+(?:\.\d+)?)")
 _MEM_RE = re.compile(r"(avail mem|mem usage)=([0-9.]+) GB")
 _URL_RE = re.compile(r"Uvicorn running on (\S+)")
+# Logged by the custom all-reduce when a graph runner leaves its capture context, i.e. inside capture
+# (before "Capture cuda graph end"): https://github.com/sgl-project/sglang/pull/14280
+_REGISTER_RE = re.compile(r"Registering (?P<n>\d+) cuda graph addresses")
 
 # Cheap substring -> handler key; the first that is `in` the message is tried.
 MILESTONE_HINTS: tuple[str, ...] = (
@@ -163,6 +166,11 @@ def make_milestone(n: int, ctx: LineContext, msg: str) -> Milestone | None:
         kind = MilestoneKind.DIST_INIT
     elif msg.startswith(("Shutting down", "Finished server process")):
         kind = MilestoneKind.SHUTDOWN
+    elif "raph addresses" in msg:
+        m = _REGISTER_RE.search(msg)
+        if m is not None:  # capture is under way: the same stage as "Capture cuda graph begin"
+            kind = MilestoneKind.GRAPH_CAPTURE_BEGIN
+            detail = {"graph": "cuda", "registered_addresses": int(m.group("n"))}
     elif "raph " in msg and "apture" in msg:
         m = _CAPTURE_RE.search(msg)
         if m is not None:

@@ -101,6 +101,8 @@ MILESTONE_CASES = [
     ("006", 1, MilestoneKind.WEIGHTS_LOADED, {"type": "DeepseekV2ForCausalLM"}, "23:17:01", 7),
     ("006", 2, MilestoneKind.MEMORY_POOL_END, {"avail_mem": 18.61}, "23:17:01", 6),
     ("006", 10, MilestoneKind.GRAPH_CAPTURE_BEGIN, {"graph": "cuda"}, "23:17:01", 3),
+    # https://github.com/sgl-project/sglang/pull/14280 — custom all-reduce, python-logging prefix: capture under way
+    ("039", 1, MilestoneKind.GRAPH_CAPTURE_BEGIN, {"graph": "cuda", "registered_addresses": 0}, "2025-12-02 14:56:33", 0),
     # https://github.com/sgl-project/sglang/pull/11830
     ("044", 2, MilestoneKind.KV_ALLOCATED, {"tokens": 2243474}, "2025-11-30 12:50:10", None),
     ("044", 8, MilestoneKind.GRAPH_CAPTURE_END, {"mem_usage": 1.44, "avail_mem": 38.05}, "2025-11-30 12:50:15", None),

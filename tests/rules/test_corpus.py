@@ -53,14 +53,8 @@ def diagnose(body: list[str], launch=None):
 
 
 FILES = sorted(CORPUS.glob("*.log"))
-# 039's only clue is "Registering 0 cuda graph addresses" (logged by the custom all-reduce at the end of
-# graph capture) right before the crash; the parser yields that line as an OtherLine, which the engine
-# never sees. strict: this fails (XPASS) as soon as the parser emits it as a capture milestone.
-NEEDS_PARSER = {"039-eagle3-deepep-ep-cuda-graph-crash-pylogging.log"}
-XFAIL = pytest.mark.xfail(strict=True, reason="parser: 'Registering N cuda graph addresses' is not a record")
 CASES = [
-    pytest.param(path, with_launch, id=f"{path.stem[:40]}-{'launch' if with_launch else 'log'}",
-                 marks=[XFAIL] if path.name in NEEDS_PARSER else [])
+    pytest.param(path, with_launch, id=f"{path.stem[:40]}-{'launch' if with_launch else 'log'}")
     for path in FILES
     for with_launch in (False, True)
     if not with_launch or launch_of(read(path)[0]) is not None
