@@ -7,12 +7,15 @@ import contextlib
 import os
 import signal
 
+from textual.widgets import DataTable
+
 from spectui.commands.demorun import DemoRun
 from spectui.ops.plan import parse_server_argv
 from spectui.sim.scenarios import SCENARIOS
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail
 from spectui.ui.app import SpectuiApp
+from spectui.ui.screens.history import HistoryScreen
 from spectui.ui.session import Session
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 
@@ -54,7 +57,20 @@ async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, mon
             await wait_for(lambda: dash.last_update.snapshot.samples > 2
                            and (dash.last_update.snapshot.accept_len.mean or 0) > 2.5, pilot, timeout=120)
             assert len(dash.last_update.history.accept_len) == 2  # plot keeps the old launch behind a boundary
-            await pilot.press("q")
+            await pilot.press("h")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, HistoryScreen)
+            launches = screen.query_one("#launches", DataTable)
+            assert launches.row_count == 2
+            flags = str(launches.get_row_at(1)[-1])
+            assert "num steps 1→15" in flags  # the second launch against the first
+            recorded = screen.query_one("#recorded", DataTable)
+            await wait_for(lambda: recorded.row_count == 1 and str(recorded.get_row_at(0)[1]) != "none recorded",
+                           pilot, timeout=10)
+            assert str(recorded.get_row_at(0)[1]) == "healthy"
+            assert "--speculative-num-steps 1→15" in str(recorded.get_row_at(0)[4])
+            await pilot.press("escape", "q")
     finally:
         demo.stop_sim()
         if new_pid is not None:

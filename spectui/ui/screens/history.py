@@ -79,7 +79,8 @@ class HistoryScreen(ModalScreen[None]):
     def load_recorded(self) -> None:
         from spectui.ops.history import read_history
 
-        records = read_history(host=self.session.label, limit=50)
+        host = getattr(self.session.host, "name", None) or self.session.label  # ops records the Host's name
+        records = read_history(host=host, limit=50)
         self.app.call_from_thread(self._show_recorded, records)
 
     def _show_recorded(self, records: list[Any]) -> None:
