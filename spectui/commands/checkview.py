@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -134,5 +137,50 @@ def _render_diagnoses(console: Console, diagnoses: list[Any]) -> None:
         line.append(" ")
         line.append_text(_clean(str(getattr(d, "title", ""))))
         console.print(line)
+        message = str(getattr(d, "message", "") or "")
+        if message:
+            _detail(console, None, _clean(message, 600))
+        fix = fix_flags(getattr(d, "fix", None))
+        if fix:
+            _detail(console, Text("fix: ", style="bold green"), _clean(fix, 400))
+        why = first_sentence(str(getattr(d, "explanation", "") or ""))
+        if why:
+            _detail(console, Text("why: ", style="dim"), _clean(why, 400))
         for ev in tuple(getattr(d, "evidence", ()))[:3]:
-            console.print(Text("      ").append_text(_clean(str(ev))))
+            _detail(console, Text("seen: ", style="dim"), _clean(str(ev)))
+
+
+def _detail(console: Console, label: Text | None, body: Text) -> None:
+    """One indented line under a diagnosis; on a terminal it wraps under its own indent, not at column 0."""
+    text = Text()
+    if label is not None:
+        text.append_text(label)
+    text.append_text(body)
+    if console.is_terminal:
+        console.print(Padding(text, (0, 0, 0, 6)), soft_wrap=False)
+    else:
+        console.print(Text("      ").append_text(text))
+
+
+def fix_flags(fix: Any) -> str:
+    """A Fix as the flags to type: `--speculative-num-steps 15 --disable-cuda-graph; remove --enable-x`."""
+    if fix is None:
+        return ""
+    parts = [flag if value == "" else f"{flag} {shlex.quote(str(value))}"
+             for flag, value in dict(getattr(fix, "set", {}) or {}).items()]
+    unset = tuple(getattr(fix, "unset", ()) or ())
+    text = " ".join(parts)
+    if unset:
+        text += ("; " if text else "") + "remove " + " ".join(unset)
+    return text
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
+
+
+def first_sentence(text: str) -> str:
+    """The explanation's first sentence (a period inside `0.4.6` or `e.g. the` does not end it)."""
+    text = " ".join(text.split())
+    if not text:
+        return ""
+    return _SENTENCE_END.split(text, maxsplit=1)[0]

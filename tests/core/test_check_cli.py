@@ -146,3 +146,45 @@ def test_bad_bytes_empty_file_and_truncated_last_line(tmp_path: Path) -> None:
     assert res["decode"]["accept_len"]["last"] == 1.75
     out = run_check("-", "--json", stdin=messy.read_bytes())
     assert json.loads(out.stdout)["records"]["decode"] == 2
+
+
+# Lines constructed from SGLang 0.5.6's formats (REFERENCE §2.2 topk-1 warning, §3.2 decode line), as in
+# the seed incident 000: topk 1 and 16 draft tokens without --speculative-num-steps.
+SEED_LOG = (
+    "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1\n"
+    "[2025-12-03 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8, speculative_algorithm='EAGLE3', "
+    "speculative_num_steps=1, speculative_eagle_topk=1, speculative_num_draft_tokens=2)\n"
+    "[2025-12-03 10:05:00 TP0] Decode batch, #running-req: 1, #token: 1200, token usage: 0.01, accept len: 1.60, "
+    "accept rate: 0.80, cuda graph: True, gen throughput (token/s): 56.80, #queue-req: 0, \n"
+)
+SEED_LAUNCH = ("python3 -m sglang.launch_server --model-path /m --tp-size 8 --speculative-algorithm EAGLE3 "
+               "--speculative-draft-model-path /d --speculative-eagle-topk 1 --speculative-num-draft-tokens 16")
+
+
+def test_human_view_shows_message_fix_flags_and_why(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(SEED_LOG)
+    out = subprocess.run([sys.executable, "-m", "spectui", "check", str(log), "--launch", SEED_LAUNCH],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    block = out.stdout[out.stdout.index("SPEC003"):]
+    block = block[: block.index("\n  [", 1)] if "\n  [" in block else block
+    assert "SGLang runs with 2 draft tokens, not the 16 requested" in block  # Diagnosis.message
+    assert "      fix: --speculative-num-steps 15\n" in block
+    # the explanation's first sentence only: it ends after the quoted SGLang code, before "A chain verifies"
+    assert "why: Every SGLang release from 0.4.6 on applies" in block
+    assert "A chain verifies" not in block
+
+
+def test_fix_flags_and_first_sentence() -> None:
+    from spectui.commands.checkview import first_sentence, fix_flags
+    from spectui.core.rules import Fix
+
+    fix = Fix(set={"--speculative-num-steps": "15", "--disable-cuda-graph": "", "--chat-template": "a b"},
+              unset=("--enable-beta-spec", "--speculative-token-map"))
+    assert fix_flags(fix) == ("--speculative-num-steps 15 --disable-cuda-graph --chat-template 'a b'; "
+                              "remove --enable-beta-spec --speculative-token-map")
+    assert fix_flags(Fix(set={}, unset=("--x",))) == "remove --x"
+    assert fix_flags(None) == ""
+    assert first_sentence("From 0.5.4 SGLang caps it, e.g. at 48.\n  Then more.") == "From 0.5.4 SGLang caps it, e.g. at 48."
+    assert first_sentence("One sentence only") == "One sentence only"
