@@ -77,3 +77,46 @@ async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, mon
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 if os.getpgid(new_pid) == new_pid:
                     os.killpg(new_pid, signal.SIGTERM)
+
+
+async def test_a_relaunch_that_fails_is_rolled_back_and_shown(tmp_path, monkeypatch) -> None:
+    from textual.widgets import Input, Static
+
+    from spectui.ui.screens.relaunch import RelaunchScreen
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    demo = DemoRun(SCENARIOS["healthy"], version=None, time_scale=40.0, duration=None,
+                   log_path=str(tmp_path / "server.log"))
+    path = demo.start_sim()
+    host = LocalHost()
+    session = Session(label="demo", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
+                      current_pid=demo.proc.pid, probe_gpus=False,
+                      tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__())
+    app = SpectuiApp(session)
+    rollback_pid = None
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            dash = app.dashboard
+            await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
+            await pilot.press("r")
+            screen = app.screen
+            assert isinstance(screen, RelaunchScreen)
+            other = screen.query_one("#other", Input)
+            other.value = other.value + " --sim-fault oom-at-capture"  # the new server dies capturing graphs
+            await pilot.pause()
+            assert screen.evaluation.launchable
+            await pilot.press("ctrl+s", "ctrl+s")
+            await wait_for(lambda: not screen.running and screen.result is not None, pilot, timeout=120)
+            assert not screen.result.healthy and screen.result.rolled_back
+            progress = str(screen.query_one("#progress", Static).render())
+            assert "rolled back to the previous command" in progress
+            rollback_pid = screen.result.rollback.pid
+            await wait_for(lambda: session.current_pid == rollback_pid and dash.log_path == screen.result.rollback.log,
+                           pilot, timeout=30)
+            await pilot.press("escape", "q")
+    finally:
+        demo.stop_sim()
+        if rollback_pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if os.getpgid(rollback_pid) == rollback_pid:
+                    os.killpg(rollback_pid, signal.SIGTERM)
