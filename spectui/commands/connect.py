@@ -73,8 +73,11 @@ async def build_session(args: argparse.Namespace) -> Any:
     if await host.stat(log_path) is None:
         raise UsageError(f"no log file {log_path} on {host.name}; check the path (or pass --log PATH)")
     label = host.name if target.kind != "file" else "local"
+    # A log file given as the target is read whole (its server_args line holds the effective config);
+    # a server's log starts with a backfill, like tail, and the launch command comes from discovery.
     return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
-                   read_only=read_only, server_port=args.server_port or getattr(server, "port", None))
+                   read_only=read_only, server_port=args.server_port or getattr(server, "port", None),
+                   from_start=target.kind == "file")
 
 
 async def _main(args: argparse.Namespace) -> int:

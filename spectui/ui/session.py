@@ -30,6 +30,7 @@ class Session:
     probe_gpus: bool = True
     replay: bool = False  # a recorded log: the tail ends, and "last line age" means nothing
     current_pid: int | None = None  # set after a relaunch (the discovered `server` is the old process)
+    from_start: bool = False  # read the whole log (a file target: its server_args line and every launch)
 
     @property
     def pid(self) -> int | None:
@@ -40,7 +41,7 @@ class Session:
             return self.tail_factory(path)
         from spectui.sources.tail import LogTail
 
-        return LogTail(self.host, path).__aiter__()
+        return LogTail(self.host, path, from_start=self.from_start).__aiter__()
 
 
 def replay_lines(lines: list[str], *, chunk: int = 0) -> TailFactory:

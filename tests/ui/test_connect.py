@@ -83,3 +83,29 @@ async def test_connect_over_ssh_finds_the_server_and_survives_a_dropped_session(
         await session.host.close()
     finally:
         demo.stop_sim()
+
+
+async def test_connect_to_a_log_file_reads_it_whole_read_only(tmp_path) -> None:
+    # A recorded simulator run (tests/ui/data; not a real SGLang server) saved as a plain log file.
+    from pathlib import Path
+
+    from spectui.ui.session import read_recorded_log
+
+    lines = read_recorded_log(str(Path(__file__).parent / "data" / "silent-override-sim.log"))
+    log = tmp_path / "sglang.log"
+    log.write_text("\n".join(lines) + "\n")
+    args = argparse.Namespace(target=str(log), log=None, pid=None, server_port=None, read_only=False,
+                              ssh_config=None, identity=None, known_hosts=None, accept_new_host_key=False)
+    session = await build_session(args)
+    assert session.read_only and session.launch is None and session.from_start
+    app = SpectuiApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        dash = app.dashboard
+        await wait_for(lambda: dash.query_one("LogView").last_line_no == len(lines) and not dash.processing
+                       and dash.last_update is not None, pilot)
+        rows = {r.key: r for r in dash.query_one(ConfigPanel).view.rows}
+        assert dash.query_one(ConfigPanel).view.effective_source == "log"  # from the server_args line
+        assert rows["speculative_num_draft_tokens"].effective == 2
+        await pilot.press("r")  # read-only: the screen opens with relaunch disabled
+        assert app.screen.query_one("#go").disabled
+    await session.host.close()
