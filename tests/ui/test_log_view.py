@@ -38,6 +38,10 @@ async def test_hostile_lines_show_only_their_own_text() -> None:
         for r in range(log.row_count):
             for seg in log._render_row(r):
                 assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in seg.text)
+        # A pattern that looks like markup is shown as typed, and finds the line that holds it.
+        await pilot.press("slash", *"[link=", "enter")
+        assert "search: [link=" in log._border_title.plain  # what is drawn: the pattern as typed
+        assert log.cursor == 3
         # No style leaked from the markup-looking line to the next one.
         assert {s.style for s in log._render_row(6) if "plain" in s.text} == {
             s.style for s in log._render_row(0) if "plain" in s.text}

@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -199,7 +200,8 @@ class DashboardScreen(Screen):
         self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
         for d in update.new_diagnoses:
             if d.severity == "error" and d.count == 1:
-                self.notify(f"{d.rule}: {d.title}", title="new diagnosis", severity="error", timeout=6)
+                self.notify(f"{d.rule}: {d.title}", title="new diagnosis", severity="error", timeout=6,
+                            markup=False)
         self._refresh_header()
 
     async def switch_log(self, path: str, *, launch: Any = None) -> None:
@@ -266,7 +268,7 @@ class DashboardScreen(Screen):
             parts.append(f"filter: {log.filter_text}")
         if log.search_text:
             parts.append(f"search: {log.search_text}")
-        log.border_title = " · ".join(p for p in parts if p)
+        log.border_title = Content(" · ".join(p for p in parts if p))  # paths and patterns are data, not markup
         self._refresh_header()
 
     def action_toggle_follow(self) -> None:
@@ -298,7 +300,7 @@ class DashboardScreen(Screen):
         self.action_close_prompt()
         if self._prompt_mode == "search":
             if not log.set_search(event.value) and event.value:
-                self.notify(f"no line matches {event.value!r}", severity="warning")
+                self.notify(f"no line matches {event.value!r}", severity="warning", markup=False)
         else:
             log.set_filter(event.value)
 

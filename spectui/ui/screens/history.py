@@ -64,7 +64,7 @@ class HistoryScreen(ModalScreen[None]):
         for s in summaries:
             cur = dict(s.settings)
             table.add_row(
-                s.label, str(s.first_line or "–"), str(s.samples),
+                Text(s.label), str(s.first_line or "–"), str(s.samples),
                 f"{_num(s.accept_len_mean)} ({_num(s.accept_len_p10)}–{_num(s.accept_len_p90)})",
                 _num(s.gen_tokens_per_s_mean, ".1f"), settings_diff(prev, cur),
             )
@@ -88,7 +88,7 @@ class HistoryScreen(ModalScreen[None]):
         for r in records:
             changes = ", ".join(f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in r.diff) or "–"
             style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
-            table.add_row(r.time, Text(r.outcome, style=style), _num(r.accept_len), _num(r.gen_tokens_per_s, ".1f"),
-                          Text(changes, overflow="ellipsis"), r.log or "–")
+            table.add_row(Text(r.time), Text(r.outcome, style=style), _num(r.accept_len),
+                          _num(r.gen_tokens_per_s, ".1f"), Text(changes, overflow="ellipsis"), Text(r.log or "–"))
         if not records:
             table.add_row("–", Text("none recorded", style="dim"), "", "", "", "")

@@ -57,7 +57,7 @@ class RelaunchScreen(ModalScreen[None]):
         if self.session.pid:
             title += f" · pid {self.session.pid}"
         with Vertical(classes="dialog"):
-            yield Static(title, classes="title")
+            yield Static(Text(title), classes="title")  # host names and paths are data, not markup
             if self.session.read_only:
                 yield Static(Text("read-only session (--read-only): you can edit and see the verdict, "
                                   "but relaunch is disabled", style="bold yellow"))
@@ -170,7 +170,7 @@ class RelaunchScreen(ModalScreen[None]):
         except Exception as exc:  # noqa: BLE001 - shown to the operator, one line
             self.running = False
             self._progress("failed", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            self.notify(f"relaunch failed: {exc}", severity="error", timeout=10)
+            self.notify(f"relaunch failed: {exc}", severity="error", timeout=10, markup=False)
             self._update()
             return
         self.running = False

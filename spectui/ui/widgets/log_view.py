@@ -73,6 +73,8 @@ class LogView(ScrollView, can_focus=True):
         self._filter_inverse = False
         self._view: list[int] | None = None  # line numbers passing the filter (sorted)
         self._search: re.Pattern[str] | None = None
+        self._search_typed = ""
+        self._filter_typed = ""
         self.cursor: int | None = None  # line number under the cursor (search hit, error jump)
         self.unseen = 0  # lines arrived while paused
         self._error_starts: set[int] = set()
@@ -287,9 +289,8 @@ class LogView(ScrollView, can_focus=True):
 
     @property
     def filter_text(self) -> str:
-        if self._filter is None:
-            return ""
-        return ("!" if self._filter_inverse else "") + self._filter.pattern
+        """The filter as the user typed it (the compiled regex may be an escaped literal)."""
+        return self._filter_typed if self._filter is not None else ""
 
     def _passes(self, text: str) -> bool:
         assert self._filter is not None
@@ -297,6 +298,7 @@ class LogView(ScrollView, can_focus=True):
 
     def set_filter(self, pattern: str) -> None:
         """Show only lines matching `pattern` (regex); a leading `!` inverts it; empty clears the filter."""
+        self._filter_typed = pattern
         inverse = pattern.startswith("!")
         pattern = pattern[1:] if inverse else pattern
         if not pattern:
@@ -313,7 +315,8 @@ class LogView(ScrollView, can_focus=True):
 
     @property
     def search_text(self) -> str:
-        return self._search.pattern if self._search is not None else ""
+        """The search as the user typed it."""
+        return self._search_typed if self._search is not None else ""
 
     def set_search(self, pattern: str) -> bool:
         """Highlight `pattern` and move to a hit; empty clears. Returns whether a hit was found.
@@ -322,6 +325,7 @@ class LogView(ScrollView, can_focus=True):
         paused, it is the first hit from the top of the view down, like less.
         """
         self._search = compile_pattern(pattern) if pattern else None
+        self._search_typed = pattern
         self._invalidate()
         if self._search is None:
             return True
