@@ -63,15 +63,16 @@ def _build_engine(args: argparse.Namespace) -> Any:
     import os
     from pathlib import Path
 
+    from spectui.commands.checkrules import load_rules_cached
     from spectui.commands.checkrun import CheckInputError
-    from spectui.core.rules import RuleEngine, default_rule_dirs, load_rules
+    from spectui.core.rules import RuleEngine, default_rule_dirs
     from spectui.errors import CommandParseError
 
     for directory in args.rules:
         if not Path(directory).is_dir():
             raise CheckInputError(f"--rules {directory}: not a directory of rule files")
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    rules, errors = load_rules([*default_rule_dirs(config_home), *map(Path, args.rules)])
+    rules, errors = load_rules_cached([*default_rule_dirs(config_home), *map(Path, args.rules)])
     for error in errors:  # a broken rule file is reported and skipped; the others still run
         print(f"spectui check: {error}", file=sys.stderr)
     launch = None

@@ -7,26 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from spectui.core import ruleexpr
 from spectui.core.records import MilestoneKind
-from spectui.core.rule_schema import (
-    ConfigClause,
-    Example,
-    GroupClause,
-    LogClause,
-    MetricClause,
-    RuleModel,
-    in_vocabulary,
-)
+from spectui.core.rule_vocab import in_vocabulary
+
+if TYPE_CHECKING:  # the pydantic schema is imported only when rule files are read (not for cached rules)
+    from spectui.core.rule_schema import Example, RuleModel
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}:]+)(?::([^{}]*))?\}")
 
@@ -135,6 +127,8 @@ class RuleLoadError(ValueError):
 
 def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
     """Compile a validated model; raises RuleLoadError(field, message) on a bad regex/expression/name."""
+    from spectui.core.rule_schema import ConfigClause, GroupClause, LogClause, MetricClause
+
     captures = frozenset(_capture_names(model.match))
     counter = iter(range(10_000))
     logs: list[CLog] = []
@@ -209,6 +203,8 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
 
 
 def _capture_names(clauses: Iterable[Any]) -> Iterable[str]:
+    from spectui.core.rule_schema import GroupClause, LogClause
+
     for clause in clauses:
         if isinstance(clause, GroupClause):
             yield from _capture_names(clause.of)
@@ -280,6 +276,12 @@ def version_matches(spec: str, version: str) -> bool:
 
 def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
     """Load one rule file; (rule, None) or (None, one-line error naming file, rule id and field)."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from spectui.core.rule_schema import RuleModel
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

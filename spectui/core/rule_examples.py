@@ -9,10 +9,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from spectui.core.rule_compile import Rule
-from spectui.core.rule_schema import Example
 from spectui.core.rules import Diagnosis, RuleEngine
+
+if TYPE_CHECKING:
+    from spectui.core.rule_schema import Example
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from spectui.core.records import DecodeSample, ErrorEvent, Milestone, MilestoneK
 from spectui.core.rule_compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
 from spectui.core.rule_config import ConfigContext
 from spectui.core.rule_match import RECORD_TYPE, DecodeWindow, match_log, record_text, spec_math
-from spectui.core.rule_schema import METRIC_NAMES
+from spectui.core.rule_vocab import METRIC_NAMES
 
 __all__ = ["Diagnosis", "Fix", "Rule", "RuleEngine", "load_rules"]
 
