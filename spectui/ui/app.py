@@ -76,6 +76,7 @@ class SpectuiApp(App[int]):
             ("Clear filter", "Show every line again", lambda: dash.query_one("LogView").set_filter("")),
             ("Next error", "Jump to the next error in the log (e)", lambda: dash.action_error(False)),
             ("Previous error", "Jump to the previous error in the log (E)", lambda: dash.action_error(True)),
+            ("Copy log lines", "Copy the cursor line, or the lines on screen (y)", dash.action_copy),
             ("Log top", "Jump to the first line held (g)", dash.action_top),
             ("Log bottom", "Jump to the end and follow (G)", dash.action_bottom),
             ("Focus diagnoses", "Move focus to the diagnoses list (d)", lambda: dash.action_focus("diagnoses")),

@@ -95,6 +95,8 @@ async def test_search_next_previous() -> None:
         assert log.cursor == hits[-1]
         await pilot.press("n")  # nothing below: stays, says so
         assert log.cursor == hits[-1]
+        await pilot.press("y")
+        assert app.clipboard == lines[hits[-1] - 1]  # the hit's line, as the log has it
         await pilot.pause()
         # the hit is on screen: the cursor row is inside the visible window
         row = log._no_to_row(hits[-1])

@@ -49,6 +49,7 @@ class DashboardScreen(Screen):
         Binding("E", "error(True)", "Prev error", show=False),
         Binding("g,home", "top", "Top", show=False),
         Binding("G,end,F", "bottom", "Follow", show=False),
+        Binding("y", "copy", "Copy", show=False),
         Binding("d", "focus('diagnoses')", "Diagnoses", show=False),
         Binding("l", "focus('log')", "Log", show=False),
         Binding("escape", "close_prompt", "Close", show=False),
@@ -314,6 +315,12 @@ class DashboardScreen(Screen):
     def action_error(self, backward: bool) -> None:
         if not self.query_one(LogView).jump_error(backward=backward):
             self.notify("no more errors " + ("above" if backward else "below"), timeout=2)
+
+    def action_copy(self) -> None:
+        """Copy the cursor line (or the lines on screen) to the clipboard (OSC 52: works over SSH)."""
+        text, n = self.query_one(LogView).copy_text()
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard", timeout=2)
 
     def action_top(self) -> None:
         self.query_one(LogView).go_top()

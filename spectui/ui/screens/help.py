@@ -21,6 +21,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("n  N", "next / previous search hit"),
     ("\\", "filter: show only matching lines; !regex hides them; empty clears"),
     ("e  E", "next / previous error (a traceback is one error)"),
+    ("y", "copy the cursor line, or the lines on screen (OSC 52, works over SSH)"),
     ("d  l  tab", "focus diagnoses / log / next panel"),
     ("enter", "on a diagnosis: explanation, evidence, fix"),
     ("f", "on a diagnosis: open the relaunch screen with its fix"),

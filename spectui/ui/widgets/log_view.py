@@ -253,6 +253,15 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.StateChanged())
 
+    def copy_text(self) -> tuple[str, int]:
+        """What `y` copies: the cursor line, else the lines on screen (display text, control chars removed)."""
+        if self.cursor is not None and self.text_of(self.cursor) is not None:
+            return self.text_of(self.cursor) or "", 1
+        top = int(self.scroll_offset.y)
+        rows = range(top, min(top + self.scrollable_content_region.height, self.row_count))
+        lines = [self.text_of(no) for no in (self._row_to_no(r) for r in rows) if no is not None]
+        return "\n".join(t for t in lines if t is not None), len(lines)
+
     # ---- follow --------------------------------------------------------------------------------
 
     def watch_following(self, following: bool) -> None:
