@@ -3,6 +3,11 @@
 Mirrors the order of SGLang's own code per release (ServerArgs.__post_init__ <= 0.5.2,
 _handle_speculative_decoding 0.5.3-0.5.12, arg_groups/speculative_hook.py 0.5.15+), because the order
 decides which warnings print before an exception. Pure: the caller passes the target architecture in.
+
+Field names in `requested`, `effective` and `server_args` are SGLang's own names, i.e. the ServerArgs
+fields (`tp_size`, `dp_size`, ...) as the `server_args=` log line and `/server_info` spell them, not the
+argparse dests some releases parse into (`tensor_parallel_size`, ...): serverfields.py holds the renames
+`ServerArgs.from_cli_args` does, per release. For every other flag the dest and the field are the same.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any, Literal
 from spectui.core.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
 from spectui.core.explain import explain_argparse, explain_differences, explain_error
 from spectui.core.resolve_engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
+from spectui.core.serverfields import to_fields
 from spectui.core.versions import Version, parse_version, v
 
 SPEC_VIEW = (
@@ -49,8 +55,8 @@ class Resolution:
     outcome: Literal["ok", "error", "argparse_error"]
     argparse_error: str | None
     error: ResolveError | None
-    requested: dict[str, object]
-    effective: dict[str, object] | None
+    requested: dict[str, object]  # ServerArgs field -> value, only flags given on the command line
+    effective: dict[str, object] | None  # ServerArgs field -> resolved value (ok only)
     warnings: list[str]
     catalogue_version: str = ""
     prog: str = ""
@@ -100,11 +106,11 @@ def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
     if parsed.help_requested:  # SGLang prints its help and exits 0; nothing is resolved
         return Resolution(outcome="ok", argparse_error=None, error=None, requested={}, effective={},
                           warnings=[], help_requested=True, **base)
-    requested = dict(parsed.given)
+    requested = to_fields(parsed.given, ver)  # ServerArgs.from_cli_args: tensor_parallel_size -> tp_size, ...
     if "config" in requested:
         assumptions.append(f"flags inside --config {requested['config']} are merged by SGLang but not read "
                            "here; put them on the command line to check them")
-    st: dict[str, Any] = parsed.values
+    st: dict[str, Any] = to_fields(parsed.values, ver)
     raw = dict(st)
     warnings = list(parsed.parse_warnings)
     notes: list[FlagNote] = []

@@ -31,16 +31,6 @@ def _err(text: str) -> None:
     sys.stderr.flush()
 
 
-# argparse dest -> ServerArgs field: `from_cli_args` renames these before ServerArgs exists, so the
-# server_args= line and /server_info say tp_size, never tensor_parallel_size.
-_FIELD_FOR_DEST = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
-                   "data_parallel_size": "dp_size", "expert_parallel_size": "ep_size"}
-
-
-def server_args_fields(effective: dict[str, object]) -> dict[str, object]:
-    return {_FIELD_FOR_DEST.get(k, k): v for k, v in effective.items()}
-
-
 def spec_config(effective: dict[str, object]) -> SpecConfig | None:
     """The decode model's view of the resolved speculative parameters (None: speculation off)."""
     if not effective.get("speculative_algorithm"):
@@ -103,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in resolution_traceback(version, res.error.type, res.error.message, res.error.raised_at):
             _err(line)
         return 1
-    effective = server_args_fields(dict(res.effective or {}))
+    effective = dict(res.effective or {})  # ServerArgs field names (tp_size, not tensor_parallel_size)
     fmt = LogFormat(version, tp_size=int(effective.get("tp_size") or 1))  # type: ignore[call-overload]
     return run_server(knobs, fmt, effective, sglang_argv)
 

@@ -69,6 +69,14 @@ def test_seed_3_ok_but_16_draft_tokens_become_2() -> None:
     assert override and override[0]["title"] == "--speculative-num-draft-tokens 16 becomes 2"
 
 
+def test_seed_3_names_values_by_server_args_fields() -> None:
+    # The seed's `--tp-size 8` is ServerArgs.tp_size (what its server_args= line says), in every view.
+    for version in ("0.5.6.post2", "0.5.23"):
+        code, doc = as_json("--sglang-version", version, "--", LAUNCH_3)
+        assert code == 0 and doc["requested"]["tp_size"] == 8 and doc["effective"]["tp_size"] == 8
+        assert "tensor_parallel_size" not in doc["requested"] and "tensor_parallel_size" not in doc["effective"]
+
+
 def test_seed_3_human_view_calls_it_out() -> None:
     out = spectui("--sglang-version", "0.5.6.post2", "--", LAUNCH_3)
     assert out.returncode == 0
