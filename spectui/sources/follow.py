@@ -112,7 +112,9 @@ async def follow(
     try:
         while True:
             try:
-                ev = await asyncio.wait_for(queue.get(), IDLE_FLUSH if pending_flush else None)
+                # asyncio.timeout, not wait_for: no inner task, so cancelling a watch is immediate.
+                async with asyncio.timeout(IDLE_FLUSH if pending_flush else None):
+                    ev = await queue.get()
             except TimeoutError:
                 pending_flush = False
                 for out in builder.flush():

@@ -74,7 +74,8 @@ class LocalHost:
             result = RunResult(127, "", f"{argv[0]}: command not found")
             return check_result(argv, result, self.name) if check else result
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+            async with asyncio.timeout(timeout):
+                out, err = await proc.communicate()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -254,7 +254,8 @@ class SSHHost:
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()
-                await asyncio.wait_for(self._conn.wait_closed(), 2)
+                async with asyncio.timeout(2):
+                    await self._conn.wait_closed()
         self._conn = None
         self._sftp = None
 

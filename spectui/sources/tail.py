@@ -192,6 +192,7 @@ class LogTail:
                 yield self._emit(pieces)
             if len(data) < CHUNK:
                 return
+            await asyncio.sleep(0)  # a local read never suspends: let timers and cancellation in
 
     async def _backfill(self, f, size: int) -> AsyncIterator[TailLines]:  # type: ignore[no-untyped-def]
         """Position at the end of the last complete line; hand out the last N lines for context."""
