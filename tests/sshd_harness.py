@@ -132,7 +132,8 @@ def start_sshd(root: Path) -> Sshd:
         "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nMaxSessions 64\nMaxStartups 64\n"
         f"LogLevel ERROR\nSubsystem sftp {sftp}\n"
     )
-    os.makedirs("/run/sshd", exist_ok=True)
+    with contextlib.suppress(OSError):  # privilege-separation dir; not creatable (nor needed) as non-root
+        os.makedirs("/run/sshd", exist_ok=True)
     proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")],
                             stdin=subprocess.DEVNULL, start_new_session=True)
     host_pub = host_key.with_suffix(".pub").read_text().split()
