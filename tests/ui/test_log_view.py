@@ -164,3 +164,24 @@ async def test_decode_lines_are_coloured_by_kind() -> None:
         assert kinds == {"decode"}
         http = [i + 1 for i, ln in enumerate(lines) if "POST /v1" in ln]
         assert log.kind_of(http[0]) == "other"
+
+
+async def test_a_failing_tail_keeps_the_screen_and_says_why() -> None:
+    from spectui.errors import ConnectError
+    from spectui.sources.base import TailLines
+
+    async def broken(_path: str):
+        yield TailLines(("[2025-11-04 08:41:02] first line",), 1, 0)
+        raise ConnectError("gpu1: connection dropped; check the network, spectui retries on reconnect")
+
+    app = replay_app([])
+    app.session.tail_factory = broken
+    app.session.replay = False
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.dashboard.tail_done and not app.dashboard.processing:
+                break
+        assert app.dashboard.connection == "lost"
+        assert app.dashboard.query_one(LogView).line_count == 1
+        assert any("connection dropped" in n.message for n in app._notifications)

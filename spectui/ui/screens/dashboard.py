@@ -109,15 +109,20 @@ class DashboardScreen(Screen):
     async def follow(self, path: str) -> None:
         """Read tail events; lines only go to the pending list (flushed by a timer)."""
         self.tail_done = False
-        async for event in self.session.open_tail(path):
-            if isinstance(event, TailState):
-                self.connection = str(event.state.value if hasattr(event.state, "value") else event.state)
-                self._refresh_header()
-            elif isinstance(event, TailLines) and event.lines:
-                self._pending.append((event.first_line, event.lines))
-                self._pending_count += len(event.lines)
-                self._last_line_at = self.clock()
-                self._schedule_flush()
+        try:
+            async for event in self.session.open_tail(path):
+                if isinstance(event, TailState):
+                    self.connection = str(event.state.value if hasattr(event.state, "value") else event.state)
+                    self._refresh_header()
+                elif isinstance(event, TailLines) and event.lines:
+                    self._pending.append((event.first_line, event.lines))
+                    self._pending_count += len(event.lines)
+                    self._last_line_at = self.clock()
+                    self._schedule_flush()
+        except Exception as exc:  # noqa: BLE001 - the screen stays up with what it has, and says why
+            self.connection = "lost"
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.notify(f"stopped following {path}: {first}", severity="error", timeout=30, markup=False)
         self.tail_done = True
         if self.session.replay:
             self.connection = "replay"
@@ -181,6 +186,10 @@ class DashboardScreen(Screen):
             if finish:
                 self._apply(self.cockpit.finish())
                 self.finished = True
+        except Exception as exc:  # noqa: BLE001 - a parser bug must not take the cockpit down; lines stay shown
+            self.finished = self.finished or finish
+            self.notify(f"could not analyse {len(batch)} lines: {type(exc).__name__}: {exc}", severity="error",
+                        timeout=30, markup=False)
         finally:
             self.processing = False
         if self._pending or (self.tail_done and self.session.replay and not self.finished):
