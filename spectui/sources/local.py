@@ -113,6 +113,9 @@ class LocalHost:
     async def notifier(self, path: str) -> PollNotifier:
         return PollNotifier()
 
+    async def connect(self) -> None:
+        return None  # nothing to connect: the same call as SSHHost, so callers need not ask
+
     async def reconnect(self) -> None:
         return None
 
