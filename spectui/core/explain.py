@@ -53,6 +53,13 @@ def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str
         return f"SGLang rejects this deprecated flag with a ValueError. Fix: remove {message.split()[0]}."
     if message == R.DFLASH_NO_DRAFT:
         return "Fix: add --speculative-draft-model-path pointing at the DFLASH draft."
+    if message.startswith("Only EAGLE and DSPARK speculative algorithms are supported for"):
+        return ("DeepSeek-V4's own check runs before SGLang renames NEXTN to EAGLE (and before it upper-cases "
+                "names), so NEXTN is refused here. Fix: --speculative-algorithm EAGLE --speculative-eagle-topk 1 "
+                "(the MTP layers come from the checkpoint), or DSPARK.")
+    if message.startswith("Only EAGLE speculative algorithm with topk == 1 is supported for"):
+        return ("DeepSeek-V4 runs EAGLE only as a chain, and checks before SGLang auto-chooses topk, so an "
+                "omitted topk fails too. Fix: pass --speculative-eagle-topk 1 explicitly.")
     return f"SGLang raises {type_} while resolving the arguments: {message}"
 
 
@@ -112,6 +119,12 @@ def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, An
                               "draft model = the target checkpoint (built-in MTP layers)",
                               "The target architecture carries its own MTP draft, so SGLang uses the target "
                               "path as the draft path."))
+    if requested.get("max_running_requests") is None and any(w.startswith("Setting max_running_requests to")
+                                                            for w in warnings):
+        notes.append(FlagNote(
+            "max-running-model", "info", f"max running requests set to {effective.get('max_running_requests')}",
+            "This target architecture sets its own --max-running-requests default before the speculative rules "
+            "run (so the reset to 48 does not apply). Set --max-running-requests to choose."))
     if R.DSMTP in warnings:
         notes.append(FlagNote("mtp-draft-path-given", "info", "draft path given for an MTP target",
                               "SGLang notes the target already has MTP layers; the given draft is still used."))
@@ -156,8 +169,11 @@ def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ())
         notes.append(FlagNote("invalid-value", "error", f"{m.group(1)} needs a {m.group(2)} value",
                               f"{m.group(3)!r} is not a valid {m.group(2)}."))
     elif message.startswith("the following arguments are required"):
-        notes.append(FlagNote("missing-required", "error", "--model-path is required",
-                              "Give the model with --model-path <dir or HF repo id>."))
+        text = "Give the model with --model-path <dir or HF repo id>."
+        if args and not args[0].startswith("-"):
+            text += (f" The leading {args[0]!r} is not read as the model: SGLang's parser takes no positional "
+                     "argument; only `sglang serve <model>` (0.5.18+) treats a first bare word as the model path.")
+        notes.append(FlagNote("missing-required", "error", "--model-path is required", text))
     return notes
 
 
@@ -205,4 +221,8 @@ def error_fix(type_: str, message: str, requested: Mapping[str, Any]) -> tuple[d
         return {"--speculative-eagle-topk": "1", "--speculative-num-draft-tokens": str(steps + 1)}, []
     if "page_size" in message and "speculative_eagle_topk" in message:
         return {"--page-size": "1"}, []
+    if message.startswith("Only EAGLE and DSPARK speculative algorithms are supported for"):
+        return {"--speculative-algorithm": "EAGLE", "--speculative-eagle-topk": "1"}, []
+    if message.startswith("Only EAGLE speculative algorithm with topk == 1 is supported for"):
+        return {"--speculative-eagle-topk": "1"}, []
     return {}, []

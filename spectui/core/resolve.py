@@ -75,17 +75,21 @@ def prog_for(version: Version, entry: str = "launch_server") -> str:
 
 def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
             draft_arch: str | None = None, env: Mapping[str, str] | None = None,
-            device: str = "cuda", entry: str = "launch_server") -> Resolution:
+            device: str = "cuda", entry: str | None = None) -> Resolution:
     """Resolve `args` (what SGLang's argparse sees) the way SGLang `version` would. Raises ValueError
-    only for a version that is not a release number."""
+    only for a version that is not a release number.
+
+    `entry` is the program: "sglang" (`sglang serve`) or "launch_server" (`python -m sglang.launch_server`,
+    which takes no positional model path in any release); None when the caller does not know, which
+    accepts the positional form where `sglang serve` would."""
     cat_version, pick_warning = pick_version(version)
     ver = parse_version(_clean(version)) if version and _clean(version) != "latest" else parse_version(cat_version)
     cat = load_catalogue(cat_version)
-    prog = prog_for(ver, entry)
+    prog = prog_for(ver, entry or "launch_server")
     assumptions = [pick_warning] if pick_warning else []
     argv = list(args)
-    if ver >= v("0.5.18") and argv and not argv[0].startswith("-"):
-        argv = ["--model-path", *argv]  # `sglang serve <model>` positional form
+    if ver >= v("0.5.18") and entry != "launch_server" and argv and not argv[0].startswith("-"):
+        argv = ["--model-path", *argv]  # `sglang serve <model>` (cli/serve.py); launch_server has no such form
     base: dict[str, Any] = dict(version=version, catalogue_version=cat_version, prog=prog, assumptions=assumptions)
     if entry == "sglang" and (missing := _serve_model_path_missing(argv, ver, assumptions)):
         err = ResolveError("Exception", missing, "`sglang serve` in this release finds the model only via a "

@@ -50,6 +50,8 @@ class ResolutionRun:
         st = self.st
         if st.get("page_size") is None and self.ver < v("0.5.15"):
             st["page_size"] = 1  # resolved from the attention backend before the spec rules run
+        if self.ver >= v("0.5.15") and self.arch in R.DSV4_ARCHS:
+            self.deepseek_v4()
         algo = st.get("speculative_algorithm")
         if algo is None:
             return
@@ -79,6 +81,23 @@ class ResolutionRun:
         else:
             self.assumptions.append(f"rules for --speculative-algorithm {algo} are not modelled; "
                                     "only argparse was checked")
+
+    def deepseek_v4(self) -> None:
+        """DeepSeek-V4's own hook: it runs before the spec hook, so it sees the algorithm as typed (NEXTN is
+        not EAGLE yet) and topk as given (no auto-chosen value yet)."""
+        st, arch = self.st, self.arch
+        if st.get("max_running_requests") is None:
+            st["max_running_requests"] = 256
+            self.warn(R.DSV4_MAX_RUNNING.format(n=256, arch=arch))
+        algo = st.get("speculative_algorithm")
+        if algo is None:
+            return
+        fn, self.fn = self.fn, "apply_deepseek_v4_defaults"
+        if algo not in ("EAGLE", "DSPARK"):
+            self.raise_("AssertionError", R.DSV4_ALGO.format(arch=arch))
+        if algo == "EAGLE" and st.get("speculative_eagle_topk") != 1:
+            self.raise_("AssertionError", R.DSV4_TOPK.format(arch=arch))
+        self.fn = fn
 
     def max_running(self) -> None:
         if self.st.get("max_running_requests") is None:

@@ -71,6 +71,11 @@ NGRAM_DP = "Currently ngram speculative decoding does not support dp attention."
 FLEX_SPEC = "Speculative decoding is currently not supported with Flex Attention backend"
 UNKNOWN_ALGO = "Unknown speculative algorithm name: {name}"
 DFLASH_NO_DRAFT = "DFLASH speculative decoding requires setting --speculative-draft-model-path."
+# arg_groups/deepseek_v4_hook.py (0.5.15+), run from the model-specific adjustments before the spec hook.
+DSV4_MAX_RUNNING = "Setting max_running_requests to {n} for {arch}."
+DSV4_ALGO = "Only EAGLE and DSPARK speculative algorithms are supported for {arch}"
+DSV4_TOPK = "Only EAGLE speculative algorithm with topk == 1 is supported for {arch}"
+DSV4_ARCHS = ("DeepseekV4ForCausalLM",)
 
 # --- version-dependent choices -------------------------------------------------------------------
 # Where the rules run (the function in the traceback).

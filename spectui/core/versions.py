@@ -6,16 +6,22 @@ import re
 
 Version = tuple[int, int, int, int]
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?$")
+# PEP 440 as SGLang builds report it: "0.5.6.post2", "v0.5.10", "0.5.19.dev410+gedff717ef" (a source
+# checkout, what `sglang.__version__` and /server_info say), "0.5.5rc1".
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?(?:\.?(?:a|b|rc)\d+)?(\.?dev\d*)?(?:\+[\w.]+)?$")
+_PRE = re.compile(r"(?:\.?(?:a|b|rc)\d+|\.?dev\d*)(?:\+[\w.]+)?$")
 
 
 def parse_version(text: str) -> Version:
-    """(major, minor, patch, post). Raises ValueError for anything that is not a release number."""
-    m = _VERSION.match(text.strip())
+    """(major, minor, patch, post). A pre-release or dev build of X sorts just below X (post = -1): its code
+    is X's, minus what landed last. Raises ValueError for anything that is not a release number."""
+    t = text.strip()
+    m = _VERSION.match(t)
     if not m:
         raise ValueError(f"not an SGLang release number: {text!r}")
-    major, minor, patch, post = m.groups()
-    return int(major), int(minor), int(patch or 0), int(post or 0)
+    major, minor, patch, post, _dev = m.groups()
+    pre = post is None and _PRE.search(t) is not None
+    return int(major), int(minor), int(patch or 0), -1 if pre else int(post or 0)
 
 
 def v(text: str) -> Version:
