@@ -2,13 +2,15 @@
 
 Usage: python bench/bench_check.py [--size-mb 1024] [--keep]
 Writes bench/out/big.log (gitignored), runs both on the same file in the same run (file in page cache
-for both: grep runs first once to warm it), and prints both times, the ratio and spectui's peak RSS.
+for both: grep runs first once to warm it), and prints both times, the ratio and spectui's peak RSS;
+for context also check in one process (SPECTUI_CHECK_PARALLEL=0) and its start-up time alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -89,9 +91,9 @@ def generate(path: Path, size_mb: int) -> None:
         f.write(TAIL.encode())
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     t0 = time.perf_counter()
-    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - t0
     if out.returncode not in (0, 1):
         sys.exit(f"{argv[0]} failed ({out.returncode}): {out.stderr.strip()}")
@@ -116,14 +118,21 @@ def main() -> int:
     # Context, not the target: the cheapest Python pass there is (read 8 MB chunks, count newlines).
     floor = [sys.executable, "-c", "import sys\nf = open(sys.argv[1], 'rb')\nn = 0\nwhile c := f.read(8 << 20):\n"
              "    n += c.count(b'\\n')\nprint(n)", str(path)]
-    t_grep = t_check = t_floor = float("inf")
+    # Also one process only (no counting worker, SPECTUI_CHECK_PARALLEL=0) and the start-up alone (an
+    # empty log, rules from the cache as in every run after the first).
+    empty = OUT / "empty.log"
+    empty.write_bytes(b"")
+    one_env = dict(os.environ, SPECTUI_CHECK_PARALLEL="0")
+    t_grep = t_check = t_floor = t_one = t_start = float("inf")
     grep_out = check_out = ""
     for _ in range(args.runs):
         t, grep_out = timed([grep, "-c", "Decode batch", str(path)])
         t_grep = min(t_grep, t)
         t, check_out = timed(spectui)
         t_check = min(t_check, t)
+        t_one = min(t_one, timed(spectui, env=one_env)[0])
         t_floor = min(t_floor, timed(floor)[0])
+        t_start = min(t_start, timed([*spectui[:-1], str(empty)])[0])
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     result = json.loads(check_out)
     size = path.stat().st_size / 1024 / 1024
@@ -131,7 +140,9 @@ def main() -> int:
     print(f"grep -c 'Decode batch': {t_grep:.2f} s -> {grep_out.strip()}   (best of {args.runs})")
     print(f"spectui check --json:   {t_check:.2f} s -> decode {result['records']['decode']}, "
           f"warning {result['records']['warning']}, error {result['records']['error']}   (best of {args.runs})")
-    print(f"ratio: {t_check / t_grep:.1f}x   (target <= 5x)")
+    print(f"ratio: {t_check / t_grep:.1f}x   (target <= 5x; with a counting worker process on files >= 64 MB)")
+    print(f"one process (SPECTUI_CHECK_PARALLEL=0): {t_one:.2f} s ({t_one / t_grep:.1f}x grep)")
+    print(f"start-up alone (check --json on an empty log): {t_start:.2f} s")
     print(f"for context: python read + count newlines only: {t_floor:.2f} s ({t_floor / t_grep:.1f}x grep)")
     print(f"peak RSS of the children (max of grep, spectui): {rss_mb:.0f} MB")
     if int(grep_out.strip()) != result["records"]["decode"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -29,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         engine = _build_engine(args)
-        result = check_stream(stream, engine=engine)
+        # SPECTUI_CHECK_PARALLEL=0: no worker process for big files (checkpar), e.g. on a busy shared host
+        parallel = os.environ.get("SPECTUI_CHECK_PARALLEL", "1") != "0"
+        result = check_stream(stream, engine=engine, parallel=parallel)
     except CheckInputError as exc:
         print(f"spectui check: {name}: {exc}", file=sys.stderr)
         return 2
@@ -60,7 +63,6 @@ def _severity(diagnosis: Any) -> str:
 
 def _build_engine(args: argparse.Namespace) -> Any:
     """The rule engine: built-in rules, the user's ($XDG_CONFIG_HOME/spectui/rules) and --rules DIRs."""
-    import os
     from pathlib import Path
 
     from spectui.commands.checkrules import load_rules_cached

@@ -49,6 +49,7 @@ class CheckResult:
     diagnoses: list[Any] = field(default_factory=list)
     looks_binary: bool = False
     warnings: dict[str, WarningEvent] = field(default_factory=dict)  # first of each distinct text
+    parallel_chunks: int = 0  # chunks counted by the worker process (checkpar), not in the JSON
 
     def to_json(self) -> dict[str, Any]:
         cur = self.current
@@ -119,8 +120,14 @@ def _looks_binary(head: bytes) -> bool:
     return text.count("\ufffd") > len(text) // 20
 
 
-def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
+def check_stream(stream: IO[bytes], *, engine: Any = None, chunk_size: int = CHUNK,
+                 parallel: bool = True) -> CheckResult:
+    """`parallel`: on a big regular file, a forked worker counts every other chunk (checkpar)."""
+    from spectui.commands.checkpar import parallel_for
+
     pipe = Pipeline(engine=engine, bulk=True)
+    par = parallel_for(stream, chunk_size) if parallel else None
+    pipe.parser.segmenter = par
     errors: list[ErrorEvent] = []
     errors_total = 0
     head = b""
@@ -140,16 +147,24 @@ def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
                 warnings[rec.text] = rec
 
     try:
+        index = 0
         while True:
-            chunk = stream.read(CHUNK)
+            chunk = stream.read(chunk_size)
             if not chunk:
                 break
             if len(head) < _BINARY_SNIFF:
                 head += chunk[: _BINARY_SNIFF - len(head)]
+            if par is not None:
+                par.start_chunk(index, chunk)
+            index += 1
             take(pipe.feed_bytes(chunk).records)
         take(pipe.finish().records)
     except OSError as exc:
         raise CheckInputError(f"read failed ({exc.strerror or exc})") from None
+    finally:
+        if par is not None:
+            par.close()
+    parallel_chunks = par.used if par is not None else 0
     if engine is not None:
         for d in pipe.diagnoses:
             diagnoses[id(d)] = d
@@ -167,4 +182,5 @@ def check_stream(stream: IO[bytes], *, engine: Any = None) -> CheckResult:
         diagnoses=list(diagnoses.values()),
         looks_binary=recognised == 0 and _looks_binary(head),
         warnings=warnings,
+        parallel_chunks=parallel_chunks,
     )

@@ -88,6 +88,13 @@ def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment]
         pos = stop
 
 
+def segments(region: bytes, begin: int, end: int) -> list[Segment]:
+    """How feed_region splits region[begin:end] (complete lines): pure, so another process may compute it."""
+    out: list[Segment] = []
+    _segments(region, begin, end, BLOCK, out)
+    return out
+
+
 def _may_start_launch(rec: Record) -> bool:
     if isinstance(rec, Milestone):
         return rec.kind in _LAUNCH_MILESTONES
@@ -100,10 +107,10 @@ def _may_start_launch(rec: Record) -> bool:
 
 def feed_region(parser: LogParser, region: bytes, begin: int, end: int, out: list[Record], tail: int) -> None:
     """Read region[begin:end], which holds complete lines only (region[end - 1] is a newline)."""
-    segments: list[Segment] = []
-    _segments(region, begin, end, BLOCK, segments)
+    given = parser.segmenter(region, begin, end) if parser.segmenter is not None else None
+    segs = given if given is not None else segments(region, begin, end)
     run_start: int | None = None  # where the open run's bytes start in this region
-    for ordinary, start, stop, n, d, p in segments:
+    for ordinary, start, stop, n, d, p in segs:
         run = parser.bulk_run
         if not ordinary:
             first = parser.next_line

@@ -8,7 +8,8 @@ yields exactly what `feed` yields for the same lines. Log text is data: nothing 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from spectui.core import logtexts
 from spectui.core.logbulk import BulkRun, close_run, feed_region
@@ -62,6 +63,8 @@ class LogParser:
         self._weights_tags: set[str] = set()
         self._shapes: set[tuple[str, str, str, int, str]] = set()
         self._dp_ranks: set[int] = set()  # DP ranks seen in bulk-parsed samples (sizes the parsed tail)
+        # bulk: computes logbulk.segments(region, begin, end) elsewhere (another process), or None
+        self.segmenter: Callable[[bytes, int, int], list[Any] | None] | None = None
         self.bulk_run: BulkRun | None = None  # lines counted in bulk, not yet added to counts  # ranks that logged their target "Load weight end" this launch
 
     # -- public API -------------------------------------------------------------------------------
