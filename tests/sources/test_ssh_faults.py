@@ -188,3 +188,25 @@ async def test_dropped_connection_and_stalled_link_resume_without_loss_or_repeat
         await wait_for(out, lambda o: len(o.lines) == 300)
     assert out.lines == expected
     assert sum(s.state is ConnState.RECONNECTING for s in out.states) >= 2
+
+
+async def test_host_gone_is_reported_reconnecting_then_lost_and_comes_back(rig: Rig, tmp_path: Path) -> None:
+    log = tmp_path / "c.log"
+    log.write_text("one\n")
+    out = Collected()
+    assert rig.proxy.server is not None
+    port = rig.proxy.server.sockets[0].getsockname()[1]
+    async with running(LogTail(rig.host, str(log), from_start=True, lost_after=0.5), out):
+        await wait_for(out, lambda o: o.lines == ["one"])
+        rig.proxy.server.close()  # nothing listens any more: every reconnect is refused
+        await rig.proxy.server.wait_closed()
+        rig.proxy.freeze()
+        rig.faults.conns[-1].abort()
+        await wait_for(out, lambda o: any(s.state is ConnState.LOST for s in o.states))
+        append(log, "two\n")
+        rig.proxy.server = await asyncio.start_server(rig.proxy._handle, "127.0.0.1", port)  # back up
+        await wait_for(out, lambda o: o.lines == ["one", "two"])
+    states = [s.state for s in out.states]
+    assert ConnState.RECONNECTING in states
+    assert any("refused" in s.detail for s in out.states if s.state is not ConnState.CONNECTED)
+    assert states[-1] is ConnState.CONNECTED
