@@ -28,7 +28,7 @@ from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.gpu_strip import NVIDIA_SMI_ARGV, GpuStrip, parse_nvidia_smi
 from spectui.ui.widgets.header import HeaderBar
-from spectui.ui.widgets.log_view import LogView
+from spectui.ui.widgets.log_view import LogView, prepare_lines
 from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
 
 FLUSH_INTERVAL = 0.1  # seconds: at most ten screen updates a second from the log
@@ -158,12 +158,11 @@ class DashboardScreen(Screen):
                 first_view_no = first_line + self.cockpit.offset
             batch.extend(lines)
         self._pending_count -= len(batch)
-        self.query_one(LogView).append_lines(batch, first_line=first_view_no)
         self.processing = True
-        self.process_batch(batch, finish=False)
+        self.process_batch(batch, finish=False, first_view_no=first_view_no)
 
     @work(group="parse")
-    async def process_batch(self, batch: list[str], *, finish: bool) -> None:
+    async def process_batch(self, batch: list[str], *, finish: bool, first_view_no: int | None = None) -> None:
         """Parse + metrics + rules in a worker thread, one batch at a time so order is kept.
 
         Measured (bench/bench_ui.py): slicing the parse cooperatively on the event loop costs every
@@ -174,6 +173,9 @@ class DashboardScreen(Screen):
         import dataclasses
 
         try:
+            if batch:  # sanitising and measuring 500 lines is work too: off the event loop as well
+                prepared = await asyncio.to_thread(prepare_lines, batch)
+                self.query_one(LogView).append_prepared(prepared, first_line=first_view_no)
             kinds: list[tuple[int, int, str]] = []
             fresh: list[Any] = []
             update = None

@@ -49,6 +49,12 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
         return re.compile(re.escape(pattern), flags)
 
 
+def prepare_lines(lines: Iterable[str]) -> tuple[list[str], int]:
+    """Display text of each line and the widest one's cell width (pure: safe in a worker thread)."""
+    new = [sanitize(line) for line in lines]
+    return new, max((cell_len(t) for t in new), default=0)
+
+
 class LogView(ScrollView, can_focus=True):
     """The log pane. Keys live on the dashboard screen so they work whatever has focus."""
 
@@ -78,7 +84,7 @@ class LogView(ScrollView, can_focus=True):
         self.cursor: int | None = None  # line number under the cursor (search hit, error jump)
         self.unseen = 0  # lines arrived while paused
         self._error_starts: set[int] = set()
-        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+        self._cache: LRUCache[int, Strip] = LRUCache(1024)  # row -> uncropped strip
 
     # ---- feeding -------------------------------------------------------------------------------
 
@@ -92,15 +98,19 @@ class LogView(ScrollView, can_focus=True):
 
     def append_lines(self, lines: Iterable[str], first_line: int | None = None) -> None:
         """Add raw lines (one batch). `first_line` is the number of the first one in the stream."""
+        self.append_prepared(prepare_lines(lines), first_line)
+
+    def append_prepared(self, prepared: tuple[list[str], int], first_line: int | None = None) -> None:
+        """Add lines already passed through `prepare_lines` (which a worker thread can run)."""
+        new, width = prepared
         if first_line is not None and not self._texts and self.dropped == 0:
             self._first_no = max(1, first_line)  # a tail that starts mid-file (backfill)
         start_no = self.last_line_no + 1
-        new = [sanitize(line) for line in lines]
         if not new:
             return
         self._texts.extend(new)
         self._kinds.extend(["other"] * len(new))
-        self._width = max(self._width, max(cell_len(t) for t in new) + 8)
+        self._width = max(self._width, width + 8)
         if self._view is not None:
             self._view.extend(start_no + i for i, t in enumerate(new) if self._passes(t))
         self._prune()
@@ -136,9 +146,12 @@ class LogView(ScrollView, can_focus=True):
             kinds[lo : hi + 1] = [kind] * (hi - lo + 1)
             if kind == "error" and first >= base:
                 self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
+            for no in range(lo + base, hi + base + 1):  # only those rows re-render, not the whole pane
+                row = self._no_to_row(no)
+                if row is not None:
+                    self._cache.discard(row)
             changed = True
         if changed:
-            self._cache.clear()
             self.refresh()
 
     def clear(self) -> None:
@@ -215,14 +228,12 @@ class LogView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
-        key = (row, scroll_x)
-        cached = self._cache.get(key)
-        if cached is not None and cached.cell_length == width:
-            return cached
-        strip = self._render_row(row).crop_extend(scroll_x, scroll_x + width, self.rich_style)
-        if row < self.row_count:  # blank rows past the end change when lines arrive: never cache them
-            self._cache[key] = strip
-        return strip
+        full = self._cache.get(row)
+        if full is None:
+            full = self._render_row(row)
+            if row < self.row_count:  # blank rows past the end change when lines arrive: never cache them
+                self._cache[row] = full
+        return full.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def _render_row(self, row: int) -> Strip:
         if row < self._marker_rows:
