@@ -109,6 +109,9 @@ class ResolutionRun:
     def mtp_draft_path(self) -> None:
         st = self.st
         if self.arch is None or self.arch not in R.since(R.MTP_ARCHS, self.ver, ()):
+            if st.get("speculative_draft_model_path") is None:
+                self.assumptions.append(R.NO_DRAFT_UNKNOWN if self.arch is None else
+                                        R.NO_DRAFT_NOT_MTP.format(arch=self.arch))
             return
         if st.get("speculative_draft_model_path") is None:
             st["speculative_draft_model_path"] = st.get("model_path")

@@ -77,6 +77,14 @@ DSV4_ALGO = "Only EAGLE and DSPARK speculative algorithms are supported for {arc
 DSV4_TOPK = "Only EAGLE speculative algorithm with topk == 1 is supported for {arch}"
 DSV4_ARCHS = ("DeepseekV4ForCausalLM",)
 
+# --- assumptions (spectui's words, not SGLang's) -------------------------------------------------
+NO_DRAFT_UNKNOWN = ("no --speculative-draft-model-path: only a target with built-in MTP layers (DeepSeek-V3/R1, "
+                    "GLM-4.5 MoE, ...) supplies its own draft, and the target architecture is unknown here "
+                    "(pass --model-arch)")
+NO_DRAFT_NOT_MTP = ("no --speculative-draft-model-path, and {arch} has no built-in MTP draft in this release: "
+                    "there is no draft to load, so start-up fails when the draft worker starts; add "
+                    "--speculative-draft-model-path")
+
 # --- version-dependent choices -------------------------------------------------------------------
 # Where the rules run (the function in the traceback).
 RAISED_AT = [(v("0.4.3"), "__post_init__"), (v("0.5.3"), "_handle_speculative_decoding"),

@@ -71,3 +71,17 @@ def test_launch_server_takes_no_positional_model_path() -> None:
 def test_versions_as_sglang_reports_them(text: str, want: tuple[int, int, int, int]) -> None:
     assert parse_version(text) == want
     assert parse_version("0.5.10") < parse_version("0.5.19.dev410") < parse_version("0.5.19")
+
+
+def test_missing_draft_path_is_said() -> None:
+    # REFERENCE §6: "MTP models (DeepSeek V3/R1, GLM-4.x MoE, ...): no draft path needed" — for any other
+    # target SGLang has nothing to load as the draft.
+    mtp = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--speculative-algorithm", "NEXTN",
+           "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    known = resolve(mtp, "0.5.23", model_arch="DeepseekV3ForCausalLM")
+    assert known.effective is not None and known.effective["speculative_draft_model_path"] == "deepseek-ai/DeepSeek-V3"
+    assert not [a for a in known.assumptions if "--speculative-draft-model-path" in a]
+    unknown = resolve(mtp, "0.5.23")
+    assert any("no --speculative-draft-model-path" in a and "--model-arch" in a for a in unknown.assumptions)
+    llama = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3"], "0.5.23", model_arch="LlamaForCausalLM")
+    assert any("add --speculative-draft-model-path" in a for a in llama.assumptions)
