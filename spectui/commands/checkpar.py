@@ -1,9 +1,11 @@
-"""A second process for `spectui check` on a big regular file: it counts every other chunk's lines and markers.
+"""A second process for `spectui check` on a big regular file: it counts chunks from the end of the file.
 
 Nearly all of check's time on a big log is the bulk reader's counting passes (logbulk.segments: newlines,
 decode, prefill and access markers, a C pass each). They are a pure function of a chunk's bytes, so one
-forked worker computes them for the odd chunks (reading them itself with pread, at the same offsets)
-while this process reads, counts the even ones and parses. The parser uses a worker's result only when
+forked worker computes them (reading the chunks itself with pread, at the same offsets), last chunk
+first, while this process reads and parses from the start and counts each chunk the worker has not
+started yet (cancelling it there). The two meet where their speeds put them, so neither waits for the
+other beyond one chunk, whatever else the machine is doing. The parser uses a worker's result only when
 the worker saw exactly the region it is about to read (same chunk, same bytes read, same line bounds);
 otherwise — a growing file, an over-long line — it counts the region itself. Results are a few hundred
 tuples per chunk, so memory stays flat; the worker is shut down (never left behind) when check ends.
@@ -54,13 +56,17 @@ def chunk_segments(fd: int, index: int, chunk: int) -> tuple[int, int, int, list
 class ParallelSegments:
     """The parser's `segmenter`: hands over the worker's segments for the chunk being fed, if they fit."""
 
-    def __init__(self, fd: int, size: int, chunk: int) -> None:
+    def __init__(self, fd: int, size: int, chunk: int, *, steal: bool = True) -> None:
+        """`steal=False`: always wait for the worker (it then counts every chunk but the first)."""
         import multiprocessing
+
+        self._steal = steal
 
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
         n_chunks = (size + chunk - 1) // chunk
+        # Submitted last chunk first: the worker takes them in that order (chunk 0 is always counted here).
         self._futures: dict[int, Future[Any]] = {
-            k: self._pool.submit(chunk_segments, fd, k, chunk) for k in range(1, n_chunks, 2)
+            k: self._pool.submit(chunk_segments, fd, k, chunk) for k in range(n_chunks - 1, 0, -1)
         }
         self._data: bytes | None = None
         self._index = -1
@@ -73,7 +79,7 @@ class ParallelSegments:
         if region is not self._data:  # a joined partial line, or a chunk cut by the parser: count here
             return None
         future = self._futures.pop(self._index, None)
-        if future is None:
+        if future is None or (self._steal and not future.done() and future.cancel()):  # not started: count here
             return None
         try:
             got = future.result()
@@ -88,7 +94,7 @@ class ParallelSegments:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def parallel_for(stream: IO[bytes], chunk: int) -> ParallelSegments | None:
+def parallel_for(stream: IO[bytes], chunk: int, *, steal: bool = True) -> ParallelSegments | None:
     """A ParallelSegments for a big regular file on a machine with a second core (Linux: fork), else None."""
     if sys.platform != "linux" or (os.cpu_count() or 1) < 2:
         return None
@@ -104,6 +110,6 @@ def parallel_for(stream: IO[bytes], chunk: int) -> ParallelSegments | None:
     if not stat.S_ISREG(st.st_mode) or st.st_size < PARALLEL_MIN_BYTES:
         return None
     try:
-        return ParallelSegments(fd, st.st_size, chunk)
+        return ParallelSegments(fd, st.st_size, chunk, steal=steal)
     except OSError:
         return None

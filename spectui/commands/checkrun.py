@@ -121,12 +121,13 @@ def _looks_binary(head: bytes) -> bool:
 
 
 def check_stream(stream: IO[bytes], *, engine: Any = None, chunk_size: int = CHUNK,
-                 parallel: bool = True) -> CheckResult:
-    """`parallel`: on a big regular file, a forked worker counts every other chunk (checkpar)."""
+                 parallel: bool = True, steal: bool = True) -> CheckResult:
+    """`parallel`: on a big regular file, a forked worker counts chunks from the end (checkpar); with
+    `steal` this process counts the chunks the worker has not started when it gets to them."""
     from spectui.commands.checkpar import parallel_for
 
     pipe = Pipeline(engine=engine, bulk=True)
-    par = parallel_for(stream, chunk_size) if parallel else None
+    par = parallel_for(stream, chunk_size, steal=steal) if parallel else None
     pipe.parser.segmenter = par
     errors: list[ErrorEvent] = []
     errors_total = 0

@@ -29,12 +29,14 @@ def test_parallel_equals_one_process_and_line_by_line(tmp_path: Path, small_thre
     path = tmp_path / "server.log"
     path.write_bytes(data)
     with open(path, "rb") as f:
-        par = check_stream(f, chunk_size=chunk)
+        par = check_stream(f, chunk_size=chunk, steal=False)
+    with open(path, "rb") as f:
+        shared = check_stream(f, chunk_size=chunk)  # split where the two processes meet
     with open(path, "rb") as f:
         one = check_stream(f, chunk_size=chunk, parallel=False)
-    assert par.parallel_chunks >= (len(data) // chunk) // 2 - 1  # the worker's counts were used
+    assert par.parallel_chunks == (len(data) - 1) // chunk  # the worker counted every chunk but the first
     assert one.parallel_chunks == 0
-    assert par.to_json() == one.to_json()
+    assert par.to_json() == one.to_json() == shared.to_json()
     slow = Pipeline()  # line by line, check's window
     slow.feed_bytes(data)
     slow.finish()
@@ -59,7 +61,7 @@ def test_worker_result_for_another_region_is_not_used(tmp_path: Path, small_thre
     path.write_bytes(data)
     chunk = 256 << 10
     with open(path, "rb") as f:
-        seg = checkpar.parallel_for(f, chunk)
+        seg = checkpar.parallel_for(f, chunk, steal=False)  # always wait for the worker's result
         assert seg is not None
         try:
             first = data[chunk : 2 * chunk]
@@ -75,5 +77,6 @@ def test_worker_result_for_another_region_is_not_used(tmp_path: Path, small_thre
             from spectui.core.logbulk import segments
 
             assert got == segments(third, third.index(b"\n") + 1, third.rindex(b"\n") + 1)
+            assert seg.used == 1
         finally:
             seg.close()
