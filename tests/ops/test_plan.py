@@ -112,3 +112,9 @@ def test_gpu_apps_and_redaction() -> None:
     assert redact_env({"HF_TOKEN": "x", "OPENAI_API_KEY": "y", "CUDA_VISIBLE_DEVICES": "0"}) == {
         "HF_TOKEN": "***", "OPENAI_API_KEY": "***", "CUDA_VISIBLE_DEVICES": "0"}
     assert display_argv(["env", "HF_TOKEN=x", "a b"], {"HF_TOKEN": "x"}) == "env 'HF_TOKEN=***' 'a b'"
+    assert display_argv(["sglang", "serve", "--api-key", "sk-1", "--admin-api-key=sk-2", "--port", "1"]) == (
+        "sglang serve --api-key '***' '--admin-api-key=***' --port 1")
+    assert display_argv(["--speculative-token-map", "/m.pt", "--tokenizer-path", "/t"]) == (
+        "--speculative-token-map /m.pt --tokenizer-path /t")
+    assert redact_env({"TOKENIZERS_PARALLELISM": "false", "AWS_SECRET_ACCESS_KEY": "s"}) == {
+        "TOKENIZERS_PARALLELISM": "false", "AWS_SECRET_ACCESS_KEY": "***"}
