@@ -11,7 +11,8 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spectui.commands.sshopts import add_ssh_options
 
-    parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port]")
+    parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port] (`…:/path/to/log` picks the "
+                             "server writing that log)")
     parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
     parser.add_argument("--set", dest="sets", metavar="FLAG=VALUE", action="append", default=[],
                         help="set a flag, written without dashes: --set speculative-num-steps=15 (repeatable)")
@@ -63,7 +64,7 @@ async def _run(args: argparse.Namespace) -> int:
     if target.kind == "ssh":
         await host.connect()
     try:
-        plan = await prepare(host, edits, pid=args.pid)
+        plan = await prepare(host, edits, pid=args.pid, log=target.path)
         out = sys.stderr if args.json else sys.stdout
         print(plan.render(own_pgids=own_pgids(host)), file=out)
         if args.dry_run or args.read_only:

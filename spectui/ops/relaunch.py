@@ -115,11 +115,17 @@ async def prepare(
     edits: Edits,
     *,
     pid: int | None = None,
+    log: str | None = None,
     now: datetime | None = None,
 ) -> RelaunchPlan:
-    """Find the server (the only one, or `pid`) and compute the plan. Changes nothing on the host."""
-    from spectui.sources.discover import pick_server
+    """Find the server (the only one, `pid`, or the one writing `log`) and compute the plan. Changes
+    nothing on the host."""
+    from spectui.sources.discover import discover, pick_server
 
+    if pid is None and log is not None:
+        writers = [s for s in await discover(host) if log in (s.log_path, s.stderr_path)]
+        if len(writers) == 1:
+            pid = writers[0].pid
     server = await pick_server(host, pid)
     version = await _server_version(host, server)
     taken = [server.log_path] if server.log_path else []

@@ -196,3 +196,19 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
     assert alive(result.new.pid)
     wait_health(lab.port, 30)
     assert proc_argv(result.new.pid) == plan.new.argv
+
+
+def test_target_log_path_picks_the_server_writing_it(lab: SimLab) -> None:
+    from conftest import free_port
+
+    first = lab.start([*SEED_FLAGS, *SIM_FAST], log="a.log")
+    lab.port, first_port = free_port(), lab.port
+    second = lab.start([*SEED_FLAGS, *SIM_FAST], log="b.log")
+    wait_health(first_port)
+    wait_health(lab.port)
+    for log, pid in (("a.log", first), ("b.log", second)):
+        done = subprocess.run([sys.executable, "-m", "spectui.cli", "relaunch", f"local:{lab.root / log}",
+                               "--set", "speculative-num-steps=15", "--dry-run", "--json"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["old_pid"] == pid
