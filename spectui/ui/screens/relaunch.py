@@ -36,6 +36,7 @@ class RelaunchScreen(ModalScreen[None]):
     RelaunchScreen #verdict { height: auto; }
     RelaunchScreen #progress { height: auto; }
     RelaunchScreen #buttons { height: 3; }
+    RelaunchScreen #go { width: auto; }
     """
 
     def __init__(self, session: Any, cockpit: Any, *, diagnosis: Any = None) -> None:
@@ -71,6 +72,7 @@ class RelaunchScreen(ModalScreen[None]):
                 yield Button("Relaunch", id="go", variant="warning",
                              disabled=self.session.read_only or self.original is None)
                 yield Button("Cancel", id="cancel")
+            yield Static(id="progress")  # above the fields: visible at 100x30 while the relaunch runs
             with VerticalScroll():
                 for f in SPEC_FIELDS:
                     with Horizontal(classes="row"):
@@ -89,7 +91,6 @@ class RelaunchScreen(ModalScreen[None]):
                     yield Label("other flags")
                     yield Input(value=self.draft.other, id="other")
                 yield Static(id="verdict")
-                yield Static(id="progress")
 
     def on_mount(self) -> None:
         self._update()
