@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import os
 import shlex
 import socket
@@ -184,26 +183,13 @@ class SSHHost:
             kw["known_hosts"] = kh if os.path.exists(kh) else asyncssh.import_known_hosts("")
         return kw
 
-    def _resolved(self) -> tuple[str, int, str]:
-        """(HostName, Port, known_hosts file) after ~/.ssh/config, as OpenSSH would use them."""
-        from asyncssh.config import SSHClientConfig
-
-        paths = [self.options.ssh_config] if self.options.ssh_config else []
-        default = os.path.expanduser("~/.ssh/config")
-        if not paths and os.path.exists(default):
-            paths = [default]
-        cfg = SSHClientConfig.load(None, paths, False, False, False, getpass.getuser(),
-                                   self.user or (), self.host, self.port or ())
-        hostname = str(cfg.get("Hostname", self.host) or self.host)
-        port = int(self.port or cfg.get("Port", 22) or 22)
-        kh = self.options.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
-        return hostname, port, kh
-
     async def connect(self) -> None:
         try:
             self._conn = await asyncssh.connect(self.host, **self._connect_kwargs())
         except asyncssh.HostKeyNotVerifiable:
-            await self._handle_host_key()
+            from spectui.sources.hostkeys import handle_untrusted_key
+
+            await handle_untrusted_key(self)  # refuses with the fingerprint, or records it (accept-new)
             try:
                 self._conn = await asyncssh.connect(self.host, **self._connect_kwargs())
             except Exception as exc:
@@ -211,36 +197,6 @@ class SSHHost:
         except Exception as exc:
             raise _host_error(exc, self.name) from None
         self._sftp = None
-
-    async def _handle_host_key(self) -> None:
-        hostname, port, kh = self._resolved()
-        try:
-            key = await asyncssh.get_server_host_key(self.host, self.port or (), config=self._config_arg())
-        except Exception as exc:
-            raise _host_error(exc, self.name) from None
-        if key is None:
-            raise HostKeyError(f"{self.name}: the server offered no host key; check the host")
-        fp = key.get_fingerprint("sha256")
-        alg = key.get_algorithm()
-        entry = hostname if port == 22 else f"[{hostname}]:{port}"
-        if _has_entry(kh, hostname, port):
-            raise HostKeyError(
-                f"{self.name}: host key CHANGED ({alg} {fp}) - possible man-in-the-middle; if the host was "
-                f"reinstalled, remove the old key with `ssh-keygen -R '{entry}' -f {kh}` and reconnect"
-            )
-        if not self.options.accept_new_host_key:
-            keyscan = f"ssh-keyscan -p {port} {hostname} >> {kh}" if port != 22 else f"ssh-keyscan {hostname} >> {kh}"
-            raise HostKeyError(
-                f"{self.name}: unknown host key {alg} {fp}; if it is right, re-run with --accept-new-host-key "
-                f"or run `{keyscan}`"
-            )
-        os.makedirs(os.path.dirname(os.path.abspath(kh)), exist_ok=True)
-        line = f"{entry} {key.export_public_key('openssh').decode().strip()}\n"
-        with open(kh, "a", encoding="ascii") as f:
-            f.write(line)
-
-    def _config_arg(self) -> Any:
-        return [self.options.ssh_config] if self.options.ssh_config else ()
 
     async def reconnect(self) -> None:
         await self._drop()
@@ -350,14 +306,6 @@ def _text(data: Any) -> str:
     if data is None:
         return ""
     return data.decode(errors="replace") if isinstance(data, bytes) else str(data)
-
-
-def _has_entry(known_hosts: str, hostname: str, port: int) -> bool:
-    try:
-        kh = asyncssh.read_known_hosts(known_hosts)
-    except (OSError, ValueError):
-        return False
-    return bool(kh.match(hostname, "", port)[0])
 
 
 def _host_error(exc: BaseException, name: str) -> HostError:
