@@ -11,7 +11,7 @@ from pathlib import Path
 from statistics import mean
 
 import pytest
-from conftest import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
+from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
 
 from spectui.ops.history import read_history
 
@@ -199,7 +199,7 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
 
 
 def test_target_log_path_picks_the_server_writing_it(lab: SimLab) -> None:
-    from conftest import free_port
+    from ops_simlab import free_port
 
     first = lab.start([*SEED_FLAGS, *SIM_FAST], log="a.log")
     lab.port, first_port = free_port(), lab.port

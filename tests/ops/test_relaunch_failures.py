@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
+from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
