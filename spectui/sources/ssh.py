@@ -260,7 +260,9 @@ class SSHHost:
     async def open(self, path: str) -> SFTPFile:
         sftp = await self._sftp_client()
         try:
-            return SFTPFile(await sftp.open(path, "rb"), self.name)
+            # block_size=0: one READ request per call. asyncssh's parallel reader would split a read
+            # past EOF into requests whose EOF errors nobody retrieves (printed at exit).
+            return SFTPFile(await sftp.open(path, "rb", block_size=0), self.name)
         except asyncssh.SFTPNoSuchFile:
             raise FileNotFoundError(path) from None
         except asyncssh.SFTPPermissionDenied:

@@ -190,8 +190,8 @@ class LogTail:
             if cut:
                 pieces = _split(self._partial[:cut])
                 yield self._emit(pieces)
-            if len(data) < CHUNK:
-                return
+            if len(data) < min(CHUNK, 64 * 1024):
+                return  # a short read is the end for now (a server may cap one read below CHUNK)
             await asyncio.sleep(0)  # a local read never suspends: let timers and cancellation in
 
     async def _backfill(self, f, size: int) -> AsyncIterator[TailLines]:  # type: ignore[no-untyped-def]

@@ -53,6 +53,10 @@ def test_watch_over_ssh_finds_the_simulator_and_prints_its_decode_lines(sshd: Ss
         finally:
             proc.terminate()
             proc.communicate(timeout=30)
+        # A whole run to its --duration end: nothing but events, nothing leaks onto the terminal.
+        res = spectui("watch", sshd.target, "--pid", str(sim.pid), "--duration", "3", *ssh_opts(sshd))
+    assert res.returncode == 0 and res.stderr == "", res.stderr[-2000:]
+    assert "decode" in res.stdout
     assert evs[0]["type"] == "connection" and evs[0]["state"] == "connected" and str(log) in evs[0]["detail"]
     decodes = [e for e in evs if e["type"] == "decode"]
     assert decodes
