@@ -130,6 +130,10 @@ class Cockpit:
     def finish(self) -> CockpitUpdate:
         return self._absorb(self.pipeline.finish())
 
+    def flush(self) -> CockpitUpdate:
+        """The log went quiet: emit a traceback still waiting for its end (a crash is often the last thing)."""
+        return self._absorb(self.pipeline.flush())
+
     def _absorb(self, update: Any) -> CockpitUpdate:
         kinds: list[tuple[int, int, str]] = []
         off = self.offset

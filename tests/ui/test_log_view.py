@@ -185,3 +185,32 @@ async def test_a_failing_tail_keeps_the_screen_and_says_why() -> None:
         assert app.dashboard.connection == "lost"
         assert app.dashboard.query_one(LogView).line_count == 1
         assert any("connection dropped" in n.message for n in app._notifications)
+
+
+async def test_a_crash_at_the_end_of_a_live_log_is_shown_when_the_log_goes_quiet() -> None:
+    import asyncio
+    import time
+
+    from spectui.sources.base import TailLines
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.session import Session
+
+    # Real lines: https://github.com/sgl-project/sglang/pull/21723 (corpus 008): a decode line, then a
+    # traceback that is the last thing the server wrote (it died). Nothing follows to close it.
+    lines = corpus_lines("008-nextn-mamba-hybrid-pylogging-crash.log")
+    start = next(i + 1 for i, ln in enumerate(lines) if "Scheduler hit an exception" in ln)
+
+    async def live(_path: str):
+        yield TailLines(tuple(lines), 1, 0)
+        await asyncio.sleep(3600)  # the tail stays open: a live log that went quiet
+
+    session = Session(label="gpu1", log_path="server.log", tail_factory=live, probe_gpus=False)
+    app = SpectuiApp(session, clock=time.monotonic)
+    async with app.run_test(size=(100, 30)) as pilot:
+        log = app.dashboard.query_one(LogView)
+        for _ in range(60):
+            await pilot.pause(0.1)
+            if log.kind_of(start) == "error":
+                break
+        assert log.kind_of(start) == "error"
+        assert app.dashboard.last_update.snapshot.phase.value == "crashed"

@@ -36,6 +36,7 @@ FLUSH_LINES = 500  # flush at once when this many lines are waiting
 MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
 PARSE_SLICE = 500  # lines per parser call in the worker thread
 GPU_POLL_INTERVAL = 5.0
+IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
 
 
 class DashboardScreen(Screen):
@@ -74,6 +75,7 @@ class DashboardScreen(Screen):
         self.processing = False  # a batch is being parsed in a worker thread
         self.finished = False  # a replayed log has been read to its end and finished
         self.gpu_note = ""  # what the GPU probe found ("ok", or why there is no strip)
+        self._idle_flushed = False
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -94,7 +96,7 @@ class DashboardScreen(Screen):
         self._update_log_title()
         self.query_one(LogView).focus()
         self._refresh_header()
-        self.set_interval(1.0, self._refresh_header)
+        self.set_interval(1.0, self._tick)
         if self.log_path:
             self.follow(self.log_path)
         if self.session.probe_gpus and self.session.host is not None:
@@ -118,6 +120,7 @@ class DashboardScreen(Screen):
                     self._pending.append((event.first_line, event.lines))
                     self._pending_count += len(event.lines)
                     self._last_line_at = self.clock()
+                    self._idle_flushed = False
                     self._schedule_flush()
         except Exception as exc:  # noqa: BLE001 - the screen stays up with what it has, and says why
             self.connection = "lost"
@@ -127,6 +130,15 @@ class DashboardScreen(Screen):
         if self.session.replay:
             self.connection = "replay"
         self._schedule_flush()
+
+    def _tick(self) -> None:
+        """Once a second: the header's age, and an idle flush when the log has gone quiet."""
+        self._refresh_header()
+        quiet = self._last_line_at is not None and self.clock() - self._last_line_at >= IDLE_FLUSH_S
+        if quiet and not self._idle_flushed and not self.processing and not self._pending:
+            self._idle_flushed = True
+            self.processing = True
+            self.process_batch([], finish=False, idle=True)
 
     def _schedule_flush(self) -> None:
         if self.processing:
@@ -162,7 +174,8 @@ class DashboardScreen(Screen):
         self.process_batch(batch, finish=False, first_view_no=first_view_no)
 
     @work(group="parse")
-    async def process_batch(self, batch: list[str], *, finish: bool, first_view_no: int | None = None) -> None:
+    async def process_batch(self, batch: list[str], *, finish: bool, first_view_no: int | None = None,
+                            idle: bool = False) -> None:
         """Parse + metrics + rules in a worker thread, one batch at a time so order is kept.
 
         Measured (bench/bench_ui.py): slicing the parse cooperatively on the event loop costs every
@@ -185,6 +198,8 @@ class DashboardScreen(Screen):
                 fresh.extend(update.new_diagnoses)
             if update is not None:
                 self._apply(dataclasses.replace(update, kinds=tuple(kinds), new_diagnoses=tuple(fresh)))
+            if idle:
+                self._apply(await asyncio.to_thread(self.cockpit.flush))
             if finish:
                 self._apply(self.cockpit.finish())
                 self.finished = True
