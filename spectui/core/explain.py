@@ -150,11 +150,13 @@ def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ())
         m = re.match(r"ambiguous option: (\S+?)(?:=\S+)? could match (.+)$", message)
         if m:
             flag, cands = m.group(1), m.group(2).split(", ")
+            meant = _AMBIGUOUS_MEANT.get(flag)
+            why = f" {meant[1]}" if meant and meant[0] in cands else ""
             notes.append(FlagNote(
                 "ambiguous-flag", "error", f"{flag} is an ambiguous abbreviation in SGLang {cat.version}",
-                f"argparse accepts unique prefixes only; {flag} could be {', '.join(cands)}. "
+                f"argparse accepts unique prefixes only; {flag} could be {', '.join(cands)}.{why} "
                 "Write the full flag name.",
-                fix_set=((cands[0], _value_after(args, flag)),) if flag == "--cuda-graph-max-bs" else (),
+                fix_set=((meant[0], _value_after(args, flag)),) if why else (),
                 fix_unset=(flag,)))
     elif (m := re.match(r"argument (\S+?)(?:/\S+)?: invalid choice: '([^']*)' \(choose from (.+)\)$", message)):
         flag, val = m.group(1), m.group(2)
@@ -175,6 +177,17 @@ def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ())
                      "argument; only `sglang serve <model>` (0.5.18+) treats a first bare word as the model path.")
         notes.append(FlagNote("missing-required", "error", "--model-path is required", text))
     return notes
+
+
+# Abbreviations that were unique (or exact) in older releases and became ambiguous: what they meant then
+# (REFERENCE §1.4 "Argparse abbreviation is ON" table).
+_AMBIGUOUS_MEANT = {
+    "--speculative-draft": ("--speculative-draft-model-path",
+                            "Up to 0.5.1 it was a unique prefix of --speculative-draft-model-path."),
+    "--cuda-graph-max-bs": ("--cuda-graph-max-bs-decode",
+                            "It was one flag up to 0.5.12; 0.5.15 split it into a decode and a prefill limit, "
+                            "and the decode one is the old meaning."),
+}
 
 
 def _unrecognized_note(flag: str, value: str | None, cands: list[str], why: str | None) -> FlagNote:

@@ -85,3 +85,23 @@ def test_missing_draft_path_is_said() -> None:
     assert any("no --speculative-draft-model-path" in a and "--model-arch" in a for a in unknown.assumptions)
     llama = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3"], "0.5.23", model_arch="LlamaForCausalLM")
     assert any("add --speculative-draft-model-path" in a for a in llama.assumptions)
+
+
+# tests/data/corpus/049-eagle2-benchmark-prefill-cache-hit-rate-format.log header
+# source: https://github.com/sgl-project/sglang/issues/2777 (2025-01: `--speculative-draft` was unique then)
+LAUNCH_049 = ["--model", "meta-llama/Llama-2-7b-chat-hf", "--speculative-algo", "EAGLE", "--speculative-draft",
+              "lmzheng/sglang-EAGLE-llama2-chat-7B", "--speculative-num-steps", "5", "--speculative-eagle-topk", "8",
+              "--speculative-num-draft-tokens", "64", "--mem-fraction", "0.7"]
+
+
+def test_old_abbreviation_keeps_its_value_in_the_fix() -> None:
+    assert resolve(LAUNCH_049, "0.4.10.post2").outcome == "ok"
+    res = resolve(LAUNCH_049, "0.5.6.post2")
+    assert res.outcome == "argparse_error" and res.argparse_error.startswith(
+        "ambiguous option: --speculative-draft could match --speculative-draft-model-path, ")
+    note = res.notes[0]
+    assert note.fix_set == (("--speculative-draft-model-path", "lmzheng/sglang-EAGLE-llama2-chat-7B"),)
+    assert note.fix_unset == ("--speculative-draft",)
+    # An ambiguity with no single old meaning gets no guessed replacement.
+    spec = resolve(["--model-path", "m", "--speculative-num", "3"], "0.5.6.post2").notes[0]
+    assert spec.fix_set == () and spec.fix_unset == ("--speculative-num",)
