@@ -40,14 +40,12 @@ def crude_requested(args: tuple[str, ...] | list[str]) -> dict[str, object]:
 
 
 def resolve_launch(launch: Any, version: str | None) -> Any:
-    """Resolve the launch with spectui.core.resolve when it is available; None when it is not."""
-    try:
-        from spectui.core import catalogue, resolve
-    except ImportError:  # the resolver ships separately; rules still work on the log alone
-        return None
+    """What the bundled SGLang release nearest `version` does with this launch (None if it cannot tell)."""
+    from spectui.core import catalogue, resolve
+
     try:
         bundled, _warning = catalogue.pick_version(version)
-        return resolve.resolve(list(launch.args), bundled, env=dict(launch.env))
+        return resolve.resolve(list(launch.args), bundled, env=dict(launch.env), entry=launch.entry)
     except Exception:  # a resolver failure must never hide the log's own evidence
         return None
 

@@ -212,8 +212,8 @@ def build_plan(
         note = "server version unknown, newest bundled release used"
     env: Mapping[str, str] = server.env
     kw: dict[str, Any] = {"model_arch": model_arch, "draft_arch": draft_arch, "env": dict(env)}
-    resolution = resolve(list(resolvable_args(new)), version, **kw)
-    before = resolve(list(resolvable_args(old)), version, **kw)
+    resolution = resolve(list(resolvable_args(new)), version, entry=new.entry, **kw)
+    before = resolve(list(resolvable_args(old)), version, entry=old.entry, **kw)
     eff_changes: list[tuple[str, object, object]] = []
     if resolution.effective is not None and before.effective is not None:
         for dest in sorted(set(before.effective) | set(resolution.effective)):
