@@ -90,7 +90,6 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#spec").border_title = "speculative"
-        self.query_one("#config").border_title = "config: requested vs effective"
         self.query_one(DiagnosesPanel).border_title = "diagnoses"
         self.query_one(DiagnosesPanel).set_diagnoses([])
         self._update_log_title()

@@ -10,7 +10,7 @@ from textual.widget import Widget
 from spectui.ui.model import SHORT_NAMES, ConfigView
 
 
-def _show(value: object, width: int = 18) -> str:
+def _show(value: object, width: int = 14) -> str:
     if value is None:
         return "–"
     text = str(value)
@@ -28,24 +28,29 @@ class ConfigPanel(Widget):
 
     view: reactive[ConfigView] = reactive(ConfigView, layout=True)
 
+    def watch_view(self, view: ConfigView) -> None:
+        # where "effective" comes from: the server's own server_args line, or the resolver's prediction
+        source = {"log": "log", "predicted": "predicted"}.get(view.effective_source)
+        self.border_title = "config: requested vs effective" + (f" · {source}" if source else "")
+
     def render(self) -> Table | Text:
         v = self.view
         if not v.rows:
             return Text("no launch command or server_args seen yet", style="dim")
-        source = {"log": "effective (log)", "predicted": "effective (predicted)"}.get(v.effective_source, "effective")
         table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
         table.add_column("setting", style="bold", no_wrap=True)
         table.add_column("requested", no_wrap=True)
-        table.add_column(source, no_wrap=True)
+        table.add_column("effective", no_wrap=True)
         overridden = 0
+        cell = max(14, min(40, (self.size.width - 20) // 2))  # value width: paths show more when there is room
         for row in v.rows:
             name = SHORT_NAMES.get(row.key, row.key.removeprefix("speculative_").replace("_", " "))
-            req = Text(_show(row.requested), style="" if row.requested is not None else "dim")
-            eff = Text(_show(row.effective), style="" if row.effective is not None else "dim")
+            req = Text(_show(row.requested, cell), style="" if row.requested is not None else "dim")
+            eff = Text(_show(row.effective, cell), style="" if row.effective is not None else "dim")
             if row.differs:
                 overridden += 1
                 name_t = Text(f"{name} ≠", style="bold red")
-                eff = Text(f"{_show(row.effective)} ⚠ overridden", style="bold white on red")
+                eff = Text(f"{_show(row.effective, cell)} ⚠ overridden", style="bold white on red")
                 req.stylize("bold")
             else:
                 name_t = Text(name)
