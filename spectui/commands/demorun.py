@@ -14,6 +14,7 @@ import tempfile
 import time
 from typing import IO, Any
 
+from spectui.sim.knobs import split_argv
 from spectui.sim.scenarios import Scenario
 from spectui.sources.follow import follow, make_engine
 from spectui.sources.local import LocalHost
@@ -85,7 +86,9 @@ class DemoRun:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         flags = list(self.scenario.flags)
-        engine = make_engine(["python", "-m", "sglang.launch_server", *flags], version=pick_version(self.version)[0])
+        # The simulator's own no-speculation speed is the baseline the slower-than-baseline rule needs.
+        engine = make_engine(["python", "-m", "sglang.launch_server", *flags], version=pick_version(self.version)[0],
+                             baseline_tps=split_argv(self.scenario.knobs)[1].baseline_tps)
         tail = LogTail(LocalHost(read_only=True), path, from_start=True)
         last_event = time.monotonic()
 

@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", type=int, help="which SGLang server, when the host runs several")
     parser.add_argument("--backfill", type=int, default=50, metavar="N",
                         help="lines of context read on attach (default 50; ignored with --from-start)")
+    parser.add_argument("--baseline-tps", metavar="TPS", type=float,
+                        help="decode tok/s of this server without speculation (for the slower-than-baseline rule)")
     add_ssh_options(parser)
 
 
@@ -32,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.backfill < 0:
         print("spectui watch: error: --backfill must be >= 0", file=sys.stderr)
+        return 2
+    if args.baseline_tps is not None and not args.baseline_tps > 0:
+        print("spectui watch: error: --baseline-tps must be > 0 tok/s", file=sys.stderr)
         return 2
     try:
         return asyncio.run(watch_main(args))

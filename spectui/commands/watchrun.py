@@ -115,7 +115,7 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
                 raise DiscoveryError(f"server pid {proc.pid} on {host.name} does not log to a file (its output "
                                      f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")
             path, argv = proc.log_path, proc.argv
-        engine = make_engine(argv)
+        engine = make_engine(argv, baseline_tps=args.baseline_tps)
         async for ev in follow(host, path, from_start=args.from_start, backfill_lines=args.backfill,
                                raw=args.raw, engine=engine):
             yield ev
@@ -125,7 +125,7 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
 
 def _stdin_events(args: Any, emit: Printer) -> int:
     """`watch -`: the same events for a stream on stdin, until it ends."""
-    builder = EventBuilder(_pipeline(make_engine()), raw=args.raw)
+    builder = EventBuilder(_pipeline(make_engine(baseline_tps=args.baseline_tps)), raw=args.raw)
     n = 1
     for raw_line in sys.stdin.buffer:
         text = raw_line.rstrip(b"\n").removesuffix(b"\r").decode(errors="replace")

@@ -20,8 +20,13 @@ from spectui.sources.tail import LogTail
 IDLE_FLUSH = 0.5  # a traceback still waiting for its end is emitted after this much quiet
 
 
-def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | None = None) -> Any:
-    """The rule engine (with the server's launch command when known), or None if rules are unavailable."""
+def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | None = None, *,
+                baseline_tps: float | None = None) -> Any:
+    """The rule engine (with the server's launch command when known), or None if rules are unavailable.
+
+    `baseline_tps`: decode tok/s of this server without speculation (the "slower than baseline" rule);
+    None = only a baseline measured in an earlier launch of the same log counts.
+    """
     try:
         from spectui.core.rules import RuleEngine, load_rules
     except ImportError:
@@ -33,7 +38,7 @@ def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | 
             from spectui.core.launch import parse_command
 
             launch = parse_command(list(argv))
-    return RuleEngine(rules, launch=launch, version=version)
+    return RuleEngine(rules, launch=launch, version=version, baseline_tps=baseline_tps)
 
 
 class EventBuilder:
