@@ -14,11 +14,26 @@ tuples per chunk, so memory stays flat; the worker is shut down (never left behi
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO, Any
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this the fork and the hand-over cost more than they save
+
+
+def _worker_init(parent: int) -> None:
+    """The worker never outlives check: Ctrl-C is the main process's to handle (it shuts the worker down),
+    and the kernel sends SIGTERM to the worker when check ends any other way (PR_SET_PDEATHSIG)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # check was already gone before prctl took effect
+        os._exit(0)
 
 
 def _read_at(fd: int, length: int, offset: int) -> bytes:
@@ -62,7 +77,8 @@ class ParallelSegments:
 
         self._steal = steal
 
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                         initializer=_worker_init, initargs=(os.getpid(),))
         n_chunks = (size + chunk - 1) // chunk
         # Submitted last chunk first: the worker takes them in that order (chunk 0 is always counted here).
         self._futures: dict[int, Future[Any]] = {

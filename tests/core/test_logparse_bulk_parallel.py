@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +85,39 @@ def test_worker_result_for_another_region_is_not_used(tmp_path: Path, small_thre
             assert seg.used == 1
         finally:
             seg.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited (this sandbox's init may reap it late)
+
+
+def test_worker_does_not_outlive_a_killed_check(tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(make_log(5, 2000))
+    script = (
+        "import os, sys, time\n"
+        "from spectui.commands.checkpar import ParallelSegments\n"
+        "f = open(sys.argv[1], 'rb')\n"
+        "seg = ParallelSegments(f.fileno(), os.fstat(f.fileno()).st_size, 4096)\n"
+        "seg._pool.submit(time.sleep, 60)  # keep the worker busy: an idle one would also see its pipe close\n"
+        "print(*seg._pool._processes, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    (worker,) = map(int, proc.stdout.readline().split())
+    assert _alive(worker)
+    proc.kill()  # SIGKILL: no finally, no atexit in check; the kernel tells the worker (PR_SET_PDEATHSIG)
+    proc.wait()
+    for _ in range(100):
+        if not _alive(worker):
+            break
+        time.sleep(0.05)
+    gone = not _alive(worker)
+    if not gone:
+        os.kill(worker, signal.SIGKILL)  # never leave it behind, even when the test fails
+    assert gone
