@@ -100,7 +100,8 @@ def split_command(cmd: Any, version: str | None) -> Draft:
     rest = cmd
     for f in SPEC_FIELDS:
         rest = unset_flag(rest, f.flag)
-    return Draft(values, shlex.join(rest.args), choices)
+    # The simulator's --sim-* knobs are edited on the same line (they are split off again on build).
+    return Draft(values, shlex.join([*rest.args, *getattr(rest, "sim_knobs", ())]), choices)
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,16 @@ class Evaluation:
 
 def build_command(original: Any, draft: Draft) -> Any:
     """The edited LaunchCommand. Raises ValueError for a raw line shlex cannot split."""
-    from spectui.core.launch import LaunchCommand, set_flag
+    from spectui.core.launch import SIM_MODULE, LaunchCommand, set_flag, split_sim_knobs
 
     args = tuple(shlex.split(draft.other))
     base = original if original is not None else LaunchCommand(
         env=(), program=("python", "-m", "sglang.launch_server"), args=())
-    cmd = dataclasses.replace(base, args=args)
+    if SIM_MODULE in base.program:  # the simulator: its --sim-* knobs are not SGLang's flags
+        args, knobs = split_sim_knobs(args)
+        cmd = dataclasses.replace(base, args=args, sim_knobs=knobs)
+    else:
+        cmd = dataclasses.replace(base, args=args)
     for f in SPEC_FIELDS:
         value = draft.values.get(f.dest, "").strip()
         if value:
