@@ -75,7 +75,7 @@ def load_rules_cached(extra_dirs: Sequence[Path] = (), cache_dir: Path | None = 
     from spectui.core.rules import load_rules
 
     rules, errors = load_rules(extra_dirs)
-    if path is not None:
+    if path is not None and key is not None:
         _write(path, (key, [replace(r, examples=()) for r in rules], errors))
     return rules, errors
 
