@@ -5,8 +5,10 @@ size and mtime of every spectui/core module (the compiler and the record kinds i
 and of every rule file in the built-in library and the given directories (and which files there are).
 Any change gives a new key, hence a fresh load. A cache that cannot be read or written is ignored: the
 rules are then loaded from their files as without it. The file holds pickled rules written by this
-user's own spectui, like the rule directories under the user's own config; [[examples]] are left out
-(only `spectui rules test` runs them, and it loads the files).
+user's own spectui; [[examples]] are left out (only `spectui rules test` runs them, and it loads the
+files). Rules never run code, and neither may their cache: it is read with an unpickler that can only
+build spectui.core classes and compiled regexes (Python docs, "Restricting Globals"), so a planted
+cache file fails to load and the rules come from their files.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def load_rules_cached(extra_dirs: Sequence[Path] = (), cache_dir: Path | None = 
     if path is not None:
         try:
             with open(path, "rb") as f:
-                stored, rules, errors = pickle.load(f)
+                stored, rules, errors = _RulesUnpickler(f).load()
             if stored == key and isinstance(rules, list) and isinstance(errors, list):
                 return rules, errors
         except Exception:  # noqa: BLE001 - missing, truncated or stale cache: load the files instead
@@ -78,6 +80,23 @@ def load_rules_cached(extra_dirs: Sequence[Path] = (), cache_dir: Path | None = 
     if path is not None and key is not None:
         _write(path, (key, [replace(r, examples=()) for r in rules], errors))
     return rules, errors
+
+
+_SAFE_CALLABLES = frozenset({("re", "_compile"), ("copyreg", "_reconstructor")})
+_SAFE_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "slice", "complex", "bytearray"})
+
+
+class _RulesUnpickler(pickle.Unpickler):
+    """Builds only what compiled rules hold: spectui.core classes, re.compile'd patterns, plain builtins."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith("spectui.core.") and "." not in name:
+            found = super().find_class(module, name)
+            if isinstance(found, type):
+                return found
+        elif (module, name) in _SAFE_CALLABLES or (module == "builtins" and name in _SAFE_BUILTINS):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"rules cache may not build {module}.{name}")
 
 
 def _write(path: Path, content: tuple[str, list[Any], list[str]]) -> None:

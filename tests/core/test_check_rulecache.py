@@ -90,3 +90,24 @@ def test_check_gives_the_same_json_from_the_cache(tmp_path: Path) -> None:
     first, second = (json.loads(o.stdout) for o in outs)
     assert first == second
     assert "SPEC003" in [d["rule"] for d in second["diagnoses"]]
+
+
+def test_a_planted_cache_file_cannot_run_code(tmp_path) -> None:
+    """Rules never run code, and neither may their cache: a pickle that calls os.system is refused."""
+    import os
+    import pickle
+
+    from spectui.commands.checkrules import cache_key, load_rules_cached
+
+    load_rules_cached((), cache_dir=tmp_path)  # writes the real cache
+    (cache_file,) = tmp_path.glob("rules-*.pickle")
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (os.system, (f"touch {marker}",))
+
+    cache_file.write_bytes(pickle.dumps((cache_key(()), [Evil()], [])))
+    rules, errors = load_rules_cached((), cache_dir=tmp_path)
+    assert not marker.exists()
+    assert rules and errors == []  # loaded from the rule files instead
