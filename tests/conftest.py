@@ -1,7 +1,9 @@
-"""Shared fixtures: a real OpenSSH sshd on 127.0.0.1 (tests/sshd_harness.py), one per test session."""
+"""Shared fixtures: a real OpenSSH sshd on 127.0.0.1 (tests/sshd_harness.py), one per test session;
+and a home of its own for the whole run, so tests never read or write the user's spectui state."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,23 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests/sshd_harness.py is importable from any test
 
 from sshd_harness import Sshd, sshd_available, start_sshd  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_xdg_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Rule cache, launch history and user rules of the test run live in a temp dir (subprocesses too)."""
+    base = tmp_path_factory.mktemp("xdg")
+    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME")}
+    for key in saved:
+        os.environ[key] = str(base / key.lower())
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")
