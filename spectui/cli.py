@@ -25,7 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with `only`, just that subcommand gets its arguments (and its module imported)."""
     from spectui import __version__
 
     parser = argparse.ArgumentParser(
@@ -36,30 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         cmd_parser = sub.add_parser(name, help=help_text, description=help_text)
-        module = _import_command(module_name)
-        if module is not None:
-            module.add_arguments(cmd_parser)
+        if only is None or name == only:
+            importlib.import_module(module_name).add_arguments(cmd_parser)
             cmd_parser.set_defaults(_module=module_name)
     return parser
 
 
-def _import_command(module_name: str):
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None  # not built yet
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # Import only the command being run: `spectui check` need not load the simulator or the TUI.
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(only)
     args = parser.parse_args(argv)
     module_name = getattr(args, "_module", None)
     if module_name is None:
-        if args.command:
-            print(f"spectui: '{args.command}' is not available in this build", file=sys.stderr)
-            return 2
         parser.print_help()
         return 2
     module = importlib.import_module(module_name)
