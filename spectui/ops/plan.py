@@ -7,7 +7,7 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -118,11 +118,20 @@ class RelaunchPlan:
         for w in self.resolution.warnings:
             out.append(f"  warning: {w}")
         out.append("host commands")
+        env_words = {f"{k}={v}" for k, v in s.env.items()}
         for why, argv in self.host_commands(own_pgids=own_pgids):
             if why:
                 out.append(f"  # {why}")
             if argv:
-                out.append(f"  $ {hostcmds.display_argv(argv, s.env)}")
+                # The start command carries the server's whole environment as K=V words: shown as one
+                # placeholder here so the plan stays readable (--json lists the exact argv).
+                kept = [w for w in argv if w not in env_words]
+                if len(kept) < len(argv):
+                    out.append(f"  # (the server's environment: {len(argv) - len(kept)} variables from "
+                               f"/proc/{s.pid}/environ, passed as K=V words where ENV stands; --json shows them)")
+                    at = next(i for i, w in enumerate(argv) if w in env_words)
+                    kept.insert(at, "ENV")
+                out.append(f"  $ {hostcmds.display_argv(kept, s.env)}")
         return "\n".join(out)
 
     def to_json(self) -> dict[str, Any]:
@@ -229,26 +238,20 @@ def build_plan(
 
 
 def parse_server_argv(argv: Sequence[str]) -> LaunchCommand:
-    """A server's /proc argv as a LaunchCommand. The simulator (`python -m spectui.sim`) takes SGLang's
-    command line, so it is parsed as SGLang's and keeps its own program words."""
-    argv = list(argv)
-    try:
-        return parse_command(argv)
-    except CommandParseError:
-        for i in range(len(argv) - 1):
-            if argv[i] == "-m" and argv[i + 1] == "spectui.sim":
-                cmd = parse_command([*argv[: i + 1], "sglang.launch_server", *argv[i + 2 :]])
-                return replace(cmd, program=tuple(argv[: i + 2]))
-        raise
+    """A server's /proc argv as a LaunchCommand: parse_command, which reads the simulator too (kept for callers)."""
+    return parse_command(list(argv))
 
 
 def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
-    """The args SGLang itself would see: the simulator's own `--sim-*` knobs are not SGLang flags."""
-    if not any("spectui.sim" in part for part in cmd.program):
+    """The args SGLang itself would see (`cmd.sglang_args`: the simulator's `--sim-*` knobs are not SGLang
+    flags). Knobs the simulator would refuse are kept, so the verdict shows its complaint as unrecognized."""
+    if not cmd.is_simulator:
         return cmd.args
+    from spectui.core.launch import split_sim_knobs
     from spectui.sim.knobs import KnobError, split_argv
 
     try:
-        return tuple(split_argv(cmd.args)[0])
+        split_argv(split_sim_knobs(cmd.args)[1])
     except KnobError:
-        return cmd.args  # the verdict then shows the simulator's own complaint as unrecognized
+        return cmd.args
+    return cmd.sglang_args

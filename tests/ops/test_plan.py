@@ -6,6 +6,8 @@ from datetime import datetime
 
 import pytest
 
+from spectui.core.launch import parse_command
+from spectui.core.resolve import resolve
 from spectui.errors import UsageError
 from spectui.ops.hostcmds import display_argv, parse_gpu_apps, redact_env
 from spectui.ops.plan import Edits, build_plan, new_log_path, port_of, resolvable_args
@@ -76,7 +78,9 @@ def test_host_commands_are_exact_argv_with_values_as_parameters() -> None:
     assert start[-len(plan.new.argv):] == plan.new.argv
     assert "NCCL_PROTO=LL" in start and "HF_TOKEN=hf_secret" in start  # same environment
     shown = plan.render()
-    assert "hf_secret" not in shown and "HF_TOKEN=***" in shown
+    assert "hf_secret" not in shown and "variables from /proc/" in shown  # the environment, summarised
+    shown_json = "\n".join(plan.to_json()["host_commands"])
+    assert "hf_secret" not in shown_json and "HF_TOKEN=***" in shown_json and "NCCL_PROTO=LL" in shown_json
     assert cmds["stop: SIGTERM to process group 4242"] == ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", "TERM", "4242"]
 
 
@@ -95,13 +99,27 @@ def test_new_log_path() -> None:
 
 
 def test_port_and_sim_knobs() -> None:
-    from spectui.ops.plan import parse_server_argv
-
-    cmd = parse_server_argv(["/usr/bin/python3", "-m", "spectui.sim", "--model-path", "/m", "--port=31000",
-                             "--sim-time-scale", "40", "--sim-fault", "crash-after", "3", "--tp-size", "2"])
+    # The simulator's /proc argv parses as a launch like SGLang's (core.launch), no workaround here.
+    cmd = parse_command(["/usr/bin/python3", "-m", "spectui.sim", "--model-path", "/m", "--port=31000",
+                         "--sim-time-scale", "40", "--sim-fault", "crash-after", "3", "--tp-size", "2"])
     assert cmd.program == ("/usr/bin/python3", "-m", "spectui.sim")
     assert port_of(cmd, None) == 31000
     assert resolvable_args(cmd) == ("--model-path", "/m", "--port=31000", "--tp-size", "2")
+    # A knob the simulator would refuse is shown to SGLang's argparse, so the verdict names it.
+    bad = parse_command("python3 -m spectui.sim --model-path /m --sim-bogus 1")
+    assert resolvable_args(bad) == ("--model-path", "/m", "--sim-bogus", "1")
+    assert "unrecognized arguments: --sim-bogus 1" in str(resolve(list(resolvable_args(bad)), "0.5.6").argparse_error)
+
+
+def test_plan_for_the_simulator_edits_a_knob_and_judges_sglang_flags() -> None:
+    sim = ("/usr/bin/python3", "-m", "spectui.sim", *SEED[3:], "--sim-time-scale", "40")
+    plan = build_plan(server(sim), Edits.from_cli(["speculative-num-steps=15", "sim-fault=oom-at-capture"]),
+                      host_name="local", now=NOW)
+    assert plan.resolution.outcome == "ok" and not plan.needs_force
+    assert [(c.flag, c.old, c.new) for c in plan.changes] == [
+        ("--speculative-num-steps", "1", "15"), ("--sim-fault", None, "oom-at-capture")]
+    assert plan.new.argv[-4:] == ["--sim-time-scale", "40", "--sim-fault", "oom-at-capture"]
+    assert plan.new.argv[:3] == list(sim[:3])
 
 
 def test_gpu_apps_and_redaction() -> None:
