@@ -1,8 +1,9 @@
 """LocalHost: the Host interface on this machine (spectui running on the GPU box, the demo, tests).
 
 Commands are exec'd without a shell. Files are read with os.pread on an open descriptor, so a tail keeps
-reading the inode it opened even after the path is renamed. The change notifier polls: a stat() every
-50 ms costs microseconds, and a local file needs no round trip.
+reading the inode it opened even after the path is renamed. The change notifier polls the path with
+stat(): every 50 ms while the file is changing, backing off to every 500 ms after a quiet second and
+snapping back on the first change, so following a quiet log costs a couple of wake-ups a second.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Sequence
 
 from spectui.errors import RemoteCommandError
 from spectui.sources.base import FileStat, RunResult, check_result
 
-POLL_INTERVAL = 0.05
+POLL_INTERVAL = 0.05  # while the file is changing
+IDLE_INTERVAL = 0.5  # once it has been quiet for QUIET_AFTER seconds
+QUIET_AFTER = 1.0
 
 
 class LocalFile:
@@ -37,17 +41,46 @@ class LocalFile:
 
 
 class PollNotifier:
-    """Sleeps one poll interval; always asks the tail to re-check the file's identity (a cheap stat)."""
+    """Polls the path's stat() (size, mtime, inode); wakes the tail only when it changed.
 
-    def __init__(self, interval: float = POLL_INTERVAL) -> None:
+    Returns True on a change (the tail drains and re-checks identity), False when `timeout` passes
+    quietly (the tail still drains then, so a change stat() cannot see is picked up within `timeout`).
+    """
+
+    def __init__(self, path: str, interval: float = POLL_INTERVAL, idle_interval: float = IDLE_INTERVAL,
+                 quiet_after: float = QUIET_AFTER) -> None:
+        self.path = path
         self.interval = interval
+        self.idle_interval = max(idle_interval, interval)
+        self.quiet_after = quiet_after
+        self._sig = _signature(path)
+        self._changed_at = time.monotonic()
 
     async def wait(self, timeout: float) -> bool:
-        await asyncio.sleep(min(timeout, self.interval))
-        return True
+        deadline = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            quiet = now - self._changed_at >= self.quiet_after
+            step = min(self.idle_interval if quiet else self.interval, deadline - now)
+            if step <= 0:
+                return False
+            await asyncio.sleep(step)
+            sig = _signature(self.path)
+            if sig != self._sig:
+                self._sig, self._changed_at = sig, time.monotonic()
+                return True
 
     async def close(self) -> None:
         return None
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    """What changes when a log is appended to, truncated or replaced; None while the path is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 class LocalHost:
@@ -111,7 +144,7 @@ class LocalHost:
         return LocalFile(os.open(path, os.O_RDONLY))
 
     async def notifier(self, path: str) -> PollNotifier:
-        return PollNotifier()
+        return PollNotifier(path)
 
     async def connect(self) -> None:
         return None  # nothing to connect: the same call as SSHHost, so callers need not ask

@@ -27,7 +27,7 @@ from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.gpu_strip import NVIDIA_SMI_ARGV, GpuStrip, parse_nvidia_smi
-from spectui.ui.widgets.header import HeaderBar
+from spectui.ui.widgets.header import HeaderBar, age_step
 from spectui.ui.widgets.log_view import LogView, prepare_lines
 from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
 
@@ -249,7 +249,8 @@ class DashboardScreen(Screen):
     def _refresh_header(self) -> None:
         u = self.last_update
         snap = u.snapshot if u else None
-        age = None if self._last_line_at is None else max(0.0, self.clock() - self._last_line_at)
+        # Rounded to what the header shows: an unchanged value does not repaint it (idle CPU).
+        age = None if self._last_line_at is None else age_step(max(0.0, self.clock() - self._last_line_at))
         self.query_one(HeaderBar).info = HeaderInfo(
             host=self.session.label,
             pid=self.session.pid,

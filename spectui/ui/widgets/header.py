@@ -20,13 +20,23 @@ PHASE_STYLES = {
 CONN_STYLES = {"connected": "green", "reconnecting": "yellow", "lost": "bold red", "replay": "cyan"}
 
 
+def age_step(seconds: float) -> float:
+    """The age the header shows, rounded down to its display step: 5 s in the first minute, then
+    minutes, so a quiet log repaints the header every 5 s and then once a minute, not every second."""
+    if seconds < 60:
+        return float(int(seconds) // 5 * 5)
+    return float(int(seconds) // 60 * 60)
+
+
 def format_age(seconds: float | None) -> str:
     if seconds is None:
         return "no lines yet"
+    if seconds < 5:
+        return "just now"
     if seconds < 60:
-        return f"{int(seconds)}s ago"
+        return f"{int(seconds) // 5 * 5}s ago"
     if seconds < 3600:
-        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s ago"
+        return f"{int(seconds // 60)}m ago"
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m ago"
 
 
