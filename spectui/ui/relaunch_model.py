@@ -100,8 +100,8 @@ def split_command(cmd: Any, version: str | None) -> Draft:
     rest = cmd
     for f in SPEC_FIELDS:
         rest = unset_flag(rest, f.flag)
-    # The simulator's --sim-* knobs are edited on the same line (they are split off again on build).
-    return Draft(values, shlex.join([*rest.args, *getattr(rest, "sim_knobs", ())]), choices)
+    # The simulator's --sim-* knobs stay in `args`, in order: they are edited on the same line.
+    return Draft(values, shlex.join(rest.args), choices)
 
 
 @dataclass(frozen=True)
@@ -115,16 +115,13 @@ class Evaluation:
 
 def build_command(original: Any, draft: Draft) -> Any:
     """The edited LaunchCommand. Raises ValueError for a raw line shlex cannot split."""
-    from spectui.core.launch import SIM_MODULE, LaunchCommand, set_flag, split_sim_knobs
+    from spectui.core.launch import LaunchCommand, set_flag
 
     args = tuple(shlex.split(draft.other))
     base = original if original is not None else LaunchCommand(
         env=(), program=("python", "-m", "sglang.launch_server"), args=())
-    if SIM_MODULE in base.program:  # the simulator: its --sim-* knobs are not SGLang's flags
-        args, knobs = split_sim_knobs(args)
-        cmd = dataclasses.replace(base, args=args, sim_knobs=knobs)
-    else:
-        cmd = dataclasses.replace(base, args=args)
+    # The simulator's --sim-* knobs stay in args (core.launch's `sglang_args` leaves them out).
+    cmd = dataclasses.replace(base, args=args)
     for f in SPEC_FIELDS:
         value = draft.values.get(f.dest, "").strip()
         if value:
