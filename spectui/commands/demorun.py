@@ -37,6 +37,7 @@ class DemoRun:
         self.log_path = log_path
         self.out = out or sys.stdout
         self.proc: subprocess.Popen[bytes] | None = None
+        self.sim_argv: list[str] = []  # the simulator's command line, once started
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -50,6 +51,7 @@ class DemoRun:
                 *self.scenario.argv(host="127.0.0.1", port=free_port(), time_scale=self.time_scale)]
         if self.version:
             argv += ["--sim-sglang-version", self.version]
+        self.sim_argv = argv
         with open(self.log_path, "wb") as log:
             # A new session: the simulator and anything it starts form one group that only we signal.
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -85,9 +87,9 @@ class DemoRun:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        flags = list(self.scenario.flags)
-        # The simulator's own no-speculation speed is the baseline the slower-than-baseline rule needs.
-        engine = make_engine(["python", "-m", "sglang.launch_server", *flags], version=pick_version(self.version)[0],
+        # The launch is the simulator's own command line (core.launch reads it like SGLang's); its
+        # no-speculation speed is the baseline the slower-than-baseline rule needs.
+        engine = make_engine(self.sim_argv, version=pick_version(self.version)[0],
                              baseline_tps=split_argv(self.scenario.knobs)[1].baseline_tps)
         tail = LogTail(LocalHost(read_only=True), path, from_start=True)
         last_event = time.monotonic()

@@ -4,6 +4,10 @@ Handles leading `VAR=value`, `export X=1 &&`, `env`, `nohup`, `setsid`, `docker 
 sglang.launch_server`, `sglang serve`, `bash -c "…"` and `ssh host '…'` wrappers (each becomes an outer
 `Shell` layer), backslash-newline continuations, comments, redirections and a trailing `&`.
 render() rebuilds the same structure with shell quoting, so parse(render(c)) == c.
+
+The simulated SGLang (`python -m spectui.sim`, CONTRACTS.md) parses too: it takes SGLang's command line
+plus its own `--sim-*` knobs. Its `args` keep every word in order (a relaunch restarts it unchanged);
+`sglang_args` is what SGLang's argparse would see, without the knobs (for resolving and rules).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 _PY_OPTS_WITH_ARG = ("-X", "-W")
 _SHELLS = ("bash", "sh", "zsh", "dash")
 _VAR = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
-_SGLANG_HINT = re.compile(r"sglang[\w.]*launch_server|sglang\s+serve|launch_server\.py")
+_SGLANG_HINT = re.compile(r"sglang[\w.]*launch_server|sglang\s+serve|launch_server\.py|spectui\.sim\b")
+SIM_MODULE = "spectui.sim"
+_MODULES = ("sglang.launch_server", SIM_MODULE)  # `python -m X` programs that take SGLang's command line
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,15 @@ class LaunchCommand:
     @property
     def argv(self) -> list[str]:
         return [*self.program, *self.args]
+
+    @property
+    def is_simulator(self) -> bool:
+        return SIM_MODULE in self.program
+
+    @property
+    def sglang_args(self) -> tuple[str, ...]:
+        """The args SGLang's argparse sees: `args`, less the simulator's own `--sim-*` knobs."""
+        return split_sim_knobs(self.args)[0] if self.is_simulator else self.args
 
     @property
     def entry(self) -> str:
@@ -126,8 +141,8 @@ def _parse_level(text: str, outer: tuple[Shell, ...]) -> LaunchCommand:
         prelude.append(_render_tokens(toks))
     first = next((t.text for toks, _ in commands for t in toks if t.kind == "word"), "")
     raise CommandParseError(
-        f"not an SGLang launch command (starts with {first!r}); expected `python -m sglang.launch_server …` "
-        "or `sglang serve …`"
+        f"not an SGLang launch command (starts with {first!r}); expected `python -m sglang.launch_server …`, "
+        "`sglang serve …` or the simulator `python -m spectui.sim …`"
     )
 
 
@@ -144,11 +159,40 @@ def _find_program(words: list[Token]) -> tuple[int, int] | None:
             j = i + 1
             while j < len(words) and words[j].text.startswith("-") and words[j].text != "-m":
                 j += 2 if words[j].text in _PY_OPTS_WITH_ARG else 1
-            if j + 1 < len(words) and words[j].text == "-m" and words[j + 1].text == "sglang.launch_server":
+            if j + 1 < len(words) and words[j].text == "-m" and words[j + 1].text in _MODULES:
                 return i, j + 2
             if j < len(words) and words[j].text.endswith("launch_server.py"):
                 return i, j + 1
     return None
+
+
+def split_sim_knobs(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(SGLang's words, the simulator's `--sim-*` knob words), each in order, read as spectui.sim.knobs
+    does: `--sim-x=V`, `--sim-x V` (any next word is the value), `--sim-fault crash-after N` (count apart).
+    Validating the knobs is the simulator's job; this only keeps them away from SGLang's argparse."""
+    sglang: list[str] = []
+    knobs: list[str] = []
+    i = 0
+    while i < len(words):
+        if words[i].startswith("--sim-"):
+            n = _knob_len(words, i)
+            knobs += words[i:i + n]
+            i += n
+        else:
+            sglang.append(words[i])
+            i += 1
+    return tuple(sglang), tuple(knobs)
+
+
+def _knob_len(words: Sequence[str], i: int) -> int:
+    """How many words the `--sim-*` knob at `i` takes (see split_sim_knobs)."""
+    name, eq, value = words[i].partition("=")
+    n = 1
+    if not eq and i + 1 < len(words):
+        value, n = words[i + 1], 2
+    if name == "--sim-fault" and value == "crash-after" and i + n < len(words) and words[i + n].isdigit():
+        n += 1
+    return n
 
 
 def _split_assign(t: Token) -> tuple[str, str]:
@@ -233,6 +277,8 @@ def _same_flag(token: str, flag: str, cat: FlagCatalogue | None) -> bool:
 
 
 def _value_count(args: Sequence[str], i: int, cat: FlagCatalogue | None) -> int:
+    if args[i].startswith("--sim-"):  # the simulator's knobs (no SGLang flag starts so)
+        return _knob_len(args, i) - 1
     if "=" in args[i]:
         return 0
     spec = cat.spec_for(args[i]) if cat else None
@@ -299,7 +345,7 @@ def flag_values(cmd: LaunchCommand, catalogue: FlagCatalogue | None = None) -> d
                 name = spec.name
             n = _value_count(args, i, catalogue)
             out.pop(name, None)
-            out[name] = val if eq else " ".join(args[i + 1:i + 1 + n])
+            out[name] = " ".join([*([val] if eq else []), *args[i + 1:i + 1 + n]])
             i += 1 + n
         else:
             i += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from spectui.core.pipeline import Pipeline, PipelineUpdate
@@ -38,6 +39,8 @@ def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | 
             from spectui.core.launch import parse_command
 
             launch = parse_command(list(argv))
+            if launch.is_simulator:  # judged on the flags SGLang sees, not the simulator's --sim-* knobs
+                launch = replace(launch, args=launch.sglang_args)
     return RuleEngine(rules, launch=launch, version=version, baseline_tps=baseline_tps)
 
 

@@ -104,6 +104,8 @@ def test_silent_override_demo_diagnoses_the_seed(tmp_path: Path) -> None:
              and e["severity"] in ("error", "warning")]
     assert found, res.stdout[-2000:]
     assert any(e["rule"] == "SPEC003" for e in found)
+    # Judged from the simulator's own command line: its --sim-* knobs are not taken for SGLang flags.
+    assert not any(e["type"] == "diagnosis" and e["category"] == "unrecognized-argument" for e in events)
     decodes = [e for e in events if e["type"] == "decode"]
     assert decodes and all(1.5 <= e["accept_len"] <= 2.0 for e in decodes)  # draft tokens forced to 2
     # The simulator's baseline (--sim-baseline-tps, default 90) reaches the rules: ~75 tok/s with this
