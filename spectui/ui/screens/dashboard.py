@@ -32,6 +32,7 @@ from spectui.ui.widgets.log_view import LogView, prepare_lines
 from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
 
 FLUSH_INTERVAL = 0.1  # seconds: at most ten screen updates a second from the log
+PANEL_INTERVAL = 0.25  # seconds: the panels (speculative, config, diagnoses) at most four times a second
 FLUSH_LINES = 500  # flush at once when this many lines are waiting
 MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
 PARSE_SLICE = 500  # lines per parser call in the worker thread
@@ -76,6 +77,9 @@ class DashboardScreen(Screen):
         self.finished = False  # a replayed log has been read to its end and finished
         self.gpu_note = ""  # what the GPU probe found ("ok", or why there is no strip)
         self._idle_flushed = False
+        self._panel_timer: Any = None
+        self._panels_at = 0.0  # time.monotonic() of the last panel update (throttling, not display)
+        self._panels_of: CockpitUpdate | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -182,25 +186,20 @@ class DashboardScreen(Screen):
         keys wait at most a GIL switch interval per hop.
         """
         import asyncio
-        import dataclasses
 
         try:
-            if batch:  # sanitising and measuring 500 lines is work too: off the event loop as well
-                prepared = await asyncio.to_thread(prepare_lines, batch)
+            # Sanitise + parse in one thread hop; the lines, their colours and the panels then reach the
+            # screen together on the event loop: one repaint per batch, not one for the text and one for
+            # the kinds.
+            prepared, update = await asyncio.to_thread(self._analyse, batch)
+            if batch:
                 self.query_one(LogView).append_prepared(prepared, first_line=first_view_no)
-            kinds: list[tuple[int, int, str]] = []
-            fresh: list[Any] = []
-            update = None
-            for i in range(0, len(batch), PARSE_SLICE):
-                update = await asyncio.to_thread(self.cockpit.feed, batch[i : i + PARSE_SLICE])
-                kinds.extend(update.kinds)
-                fresh.extend(update.new_diagnoses)
             if update is not None:
-                self._apply(dataclasses.replace(update, kinds=tuple(kinds), new_diagnoses=tuple(fresh)))
+                self._apply(update)
             if idle:
-                self._apply(await asyncio.to_thread(self.cockpit.flush))
+                self._apply(await asyncio.to_thread(self.cockpit.flush), panels_now=True)
             if finish:
-                self._apply(self.cockpit.finish())
+                self._apply(self.cockpit.finish(), panels_now=True)
                 self.finished = True
         except Exception as exc:  # noqa: BLE001 - a parser bug must not take the cockpit down; lines stay shown
             self.finished = self.finished or finish
@@ -211,23 +210,60 @@ class DashboardScreen(Screen):
         if self._pending or (self.tail_done and self.session.replay and not self.finished):
             self._schedule_flush()
 
+    def _analyse(self, batch: list[str]) -> tuple[tuple[list[str], int], CockpitUpdate | None]:
+        """Worker thread: the batch's display text, and the pipeline's update for it (None for no lines)."""
+        import dataclasses
+
+        prepared = prepare_lines(batch)
+        kinds: list[tuple[int, int, str]] = []
+        fresh: list[Any] = []
+        update = None
+        for i in range(0, len(batch), PARSE_SLICE):
+            update = self.cockpit.feed(batch[i : i + PARSE_SLICE])
+            kinds.extend(update.kinds)
+            fresh.extend(update.new_diagnoses)
+        if update is not None:
+            update = dataclasses.replace(update, kinds=tuple(kinds), new_diagnoses=tuple(fresh))
+        return prepared, update
+
     async def wait_processed(self) -> None:
+        """Until the batch in flight is on screen, panels included."""
         import asyncio
 
         while self.processing:
             await asyncio.sleep(0.01)
+        self._push_panels()
 
-    def _apply(self, update: CockpitUpdate) -> None:
+    def _apply(self, update: CockpitUpdate, *, panels_now: bool = False) -> None:
+        """Log colours at once; the panels at most every PANEL_INTERVAL (a busy log updates them 4x/s)."""
         self.last_update = update
-        log = self.query_one(LogView)
-        log.mark_kinds(update.kinds)
-        self.query_one(SpecPanel).data = SpecData(update.snapshot, update.config, update.history, update.dp_ranks)
-        self.query_one(ConfigPanel).view = update.config
-        self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
+        self.query_one(LogView).mark_kinds(update.kinds)
         for d in update.new_diagnoses:
             if d.severity == "error" and d.count == 1:
                 self.notify(f"{d.rule}: {d.title}", title="new diagnosis", severity="error", timeout=6,
                             markup=False)
+        if panels_now or time.monotonic() - self._panels_at >= PANEL_INTERVAL:
+            self._push_panels()
+        elif self._panel_timer is None:
+            self._panel_timer = self.set_timer(PANEL_INTERVAL, self._push_panels)
+
+    def _push_panels(self) -> None:
+        """Show the latest update in the panels; a widget whose value did not change is not repainted."""
+        if self._panel_timer is not None:
+            self._panel_timer.stop()
+            self._panel_timer = None
+        update = self.last_update
+        if update is None or update is self._panels_of:
+            return
+        self._panels_of, self._panels_at = update, time.monotonic()
+        spec = SpecData(update.snapshot, update.config, update.history, update.dp_ranks)
+        panel = self.query_one(SpecPanel)
+        if spec != panel.data:
+            panel.data = spec
+        config = self.query_one(ConfigPanel)
+        if update.config != config.view:
+            config.view = update.config
+        self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
         self._refresh_header()
 
     async def switch_log(self, path: str, *, launch: Any = None) -> None:
