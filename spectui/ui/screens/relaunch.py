@@ -25,18 +25,23 @@ from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, evaluate, split_comman
 class RelaunchScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Cancel"), Binding("ctrl+s", "confirm", "Relaunch")]
 
+    # Fields first, then the live diff/verdict/effective/command (scrolling, 1fr), and below it the
+    # progress and the buttons, always visible at the bottom (a dock would cover the scroll's end).
+    # Fields have a background of their own (brighter when focused) so they read as editable.
     DEFAULT_CSS = """
-    RelaunchScreen .dialog { height: 95%; padding: 0 1; }
-    RelaunchScreen .dialog VerticalScroll { height: 1fr; max-height: 100%; }
     RelaunchScreen .row { height: 1; }
-    RelaunchScreen .row Label { width: 14; }
-    RelaunchScreen .row Input { width: 1fr; border: none; height: 1; padding: 0 1; }
+    RelaunchScreen .row Label { width: 14; padding: 0 1 0 0; }
+    RelaunchScreen .row Input { width: 1fr; border: none; height: 1; padding: 0 1; background: $boost; }
+    RelaunchScreen .row Input:focus { background: $primary 35%; }
     RelaunchScreen .row Select { width: 1fr; height: 1; }
-    RelaunchScreen .row SelectCurrent { border: none; height: 1; padding: 0 1; }
-    RelaunchScreen #verdict { height: auto; }
-    RelaunchScreen #progress { height: auto; }
+    RelaunchScreen .row SelectCurrent { border: none; height: 1; padding: 0 1; background: $boost; }
+    RelaunchScreen .row Select:focus > SelectCurrent { background: $primary 35%; }
+    RelaunchScreen #verdict { height: auto; margin-top: 1; }
+    RelaunchScreen #bottom { height: auto; }
+    RelaunchScreen #progress { height: auto; max-height: 8; }
     RelaunchScreen #buttons { height: 3; }
     RelaunchScreen #go { width: auto; }
+    RelaunchScreen #keys { padding: 1 2; color: $text-muted; }
     """
 
     def __init__(self, session: Any, cockpit: Any, *, diagnosis: Any = None) -> None:
@@ -57,7 +62,7 @@ class RelaunchScreen(ModalScreen[None]):
         title = f"relaunch · {self.session.label}"
         if self.session.pid:
             title += f" · pid {self.session.pid}"
-        with Vertical(classes="dialog"):
+        with Vertical(classes="dialog", id="relaunch-dialog"):  # its size: spectui.tcss
             yield Static(Text(title), classes="title")  # host names and paths are data, not markup
             if self.session.read_only:
                 yield Static(Text("read-only session (--read-only): you can edit and see the verdict, "
@@ -68,11 +73,6 @@ class RelaunchScreen(ModalScreen[None]):
             if self.diagnosis is not None:
                 yield Static(Text(f"pre-filled with the fix for {self.diagnosis.rule}: {self.diagnosis.title}",
                                   style="green"))
-            with Horizontal(id="buttons"):
-                yield Button("Relaunch", id="go", variant="warning",
-                             disabled=self.session.read_only or self.original is None)
-                yield Button("Cancel", id="cancel")
-            yield Static(id="progress")  # above the fields: visible at 100x30 while the relaunch runs
             with VerticalScroll():
                 for f in SPEC_FIELDS:
                     with Horizontal(classes="row"):
@@ -91,6 +91,13 @@ class RelaunchScreen(ModalScreen[None]):
                     yield Label("other flags")
                     yield Input(value=self.draft.other, id="other")
                 yield Static(id="verdict")
+            with Vertical(id="bottom"):
+                yield Static(id="progress")  # beside the buttons: visible while the relaunch runs
+                with Horizontal(id="buttons"):
+                    yield Button("Relaunch", id="go", variant="warning",
+                                 disabled=self.session.read_only or self.original is None)
+                    yield Button("Cancel", id="cancel")
+                    yield Static("ctrl+s relaunch · esc cancel", id="keys")
 
     def on_mount(self) -> None:
         self._update()
