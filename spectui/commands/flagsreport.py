@@ -111,9 +111,9 @@ def _without_typed_placeholders(cmd: LaunchCommand, version: str) -> tuple[list[
     """A placeholder cannot be type-checked (`--port $PORT`): leave such flags out, and say so. Placeholders
     for string values (`--model-path <MODEL_PATH>`) stay: any text is valid there."""
     if not cmd.placeholders:
-        return list(cmd.args), ()
+        return list(cmd.sglang_args), ()
     cat = load_catalogue(version)
-    args, skipped = list(cmd.args), []
+    args, skipped = list(cmd.sglang_args), []
     i = 0
     while i < len(args):
         name, eq, val = args[i].partition("=")
@@ -150,7 +150,7 @@ def _arch_from_config(cmd: LaunchCommand, version: str) -> tuple[str | None, str
 
 def _model_path(cmd: LaunchCommand, version: str) -> str | None:
     cat = load_catalogue(version)
-    args = list(cmd.args)
+    args = list(cmd.sglang_args)
     for i, a in enumerate(args):
         name, eq, val = a.partition("=")
         spec = cat.spec_for(name) if name.startswith("--") else None

@@ -45,7 +45,7 @@ def resolve_launch(launch: Any, version: str | None) -> Any:
 
     try:
         bundled, _warning = catalogue.pick_version(version)
-        return resolve.resolve(list(launch.args), bundled, env=dict(launch.env), entry=launch.entry)
+        return resolve.resolve(list(launch.sglang_args), bundled, env=dict(launch.env), entry=launch.entry)
     except Exception:  # a resolver failure must never hide the log's own evidence
         return None
 
@@ -64,7 +64,7 @@ class ConfigContext:
         self.launch_known = launch is not None or resolution is not None
         self.env: dict[str, str] = dict(getattr(launch, "env", ()) or ())
         # Flags SGLang does not know (vLLM's --num-speculative-tokens) only appear in the crude parse.
-        requested = crude_requested(tuple(launch.args)) if launch is not None else {}
+        requested = crude_requested(tuple(launch.sglang_args)) if launch is not None else {}
         requested.update(getattr(resolution, "requested", None) or {})
         self.requested: dict[str, object] = requested
         self.predicted: dict[str, object] = dict(getattr(resolution, "effective", None) or {})

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 from spectui.core.pipeline import Pipeline, PipelineUpdate
@@ -38,9 +37,7 @@ def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | 
         with contextlib.suppress(Exception):  # an unparseable command only costs the config-aware rules
             from spectui.core.launch import parse_command
 
-            launch = parse_command(list(argv))
-            if launch.is_simulator:  # judged on the flags SGLang sees, not the simulator's --sim-* knobs
-                launch = replace(launch, args=launch.sglang_args)
+            launch = parse_command(list(argv))  # rules read launch.sglang_args: a simulator's knobs are left out
     return RuleEngine(rules, launch=launch, version=version, baseline_tps=baseline_tps)
 
 

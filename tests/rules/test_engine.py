@@ -248,3 +248,4 @@ when = "launch_known"
 class _Launch:
     env: tuple = ()
     args: tuple = ("--model-path", "/m")
+    sglang_args: tuple = ("--model-path", "/m")
