@@ -33,6 +33,36 @@ def run(args: argparse.Namespace) -> int:
     except SpectuiError as exc:
         print(f"spectui connect: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("spectui connect: interrupted", file=sys.stderr)
+        return 130
+
+
+async def connect_with_retry(host: Any, *, say: Any = None) -> None:
+    """Connect, retrying an unreachable host with backoff and saying so (as `spectui watch` does); a host
+    key or permission problem ends it at once (retrying cannot fix those). Ctrl-C gives up."""
+    import asyncio
+
+    from spectui.errors import AuthError, ConnectError, HostKeyError
+    from spectui.sources.tail import BACKOFF
+
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    attempt = 0
+    while True:
+        try:
+            await host.connect()
+            if attempt:
+                say(f"spectui connect: connected to {host.name}")
+            return
+        except (HostKeyError, AuthError):
+            raise
+        except ConnectError as exc:
+            delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
+            state = "reconnecting" if attempt < 6 else "lost (still retrying)"
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            say(f"spectui connect: {state} — {first} (next try in {delay:g} s; Ctrl-C gives up)")
+            await asyncio.sleep(delay)
+            attempt += 1
 
 
 async def build_session(args: argparse.Namespace) -> Any:
@@ -46,8 +76,7 @@ async def build_session(args: argparse.Namespace) -> Any:
         raise UsageError("connect needs a host or a log file; to follow stdin use `spectui watch -`")
     read_only = bool(args.read_only) or target.kind == "file"
     host = open_host(target, args, read_only=read_only)
-    if hasattr(host, "connect"):
-        await host.connect()
+    await connect_with_retry(host)
     log_path = args.log or target.path
     server = launch = None
     if target.kind != "file":
@@ -73,11 +102,30 @@ async def build_session(args: argparse.Namespace) -> Any:
     if await host.stat(log_path) is None:
         raise UsageError(f"no log file {log_path} on {host.name}; check the path (or pass --log PATH)")
     label = host.name if target.kind != "file" else "local"
+    port = args.server_port or getattr(server, "port", None)
+    # What the server says it is (/server_info, through the SSH forward when remote); without a port or
+    # an answer the cockpit falls back to guessing from the log.
+    version = await server_version(host, port, getattr(server, "host_addr", None) or "127.0.0.1") if port else None
     # A log file given as the target is read whole (its server_args line holds the effective config);
     # a server's log starts with a backfill, like tail, and the launch command comes from discovery.
     return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
-                   read_only=read_only, server_port=args.server_port or getattr(server, "port", None),
+                   read_only=read_only, server_port=port, sglang_version=version,
                    from_start=target.kind == "file")
+
+
+async def server_version(host: Any, port: int, addr: str = "127.0.0.1") -> str | None:
+    """The running server's own version (/server_info `version`), or None when it does not answer."""
+    from spectui.errors import SpectuiError
+    from spectui.sources.http import ServerProbe
+
+    probe = ServerProbe(host, port, addr, timeout=3.0)
+    try:
+        version = (await probe.server_info()).get("version")
+        return str(version) if version else None
+    except (SpectuiError, OSError):
+        return None
+    finally:
+        await probe.close()
 
 
 async def _main(args: argparse.Namespace) -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,6 +64,7 @@ async def test_connect_over_ssh_finds_the_server_and_survives_a_dropped_session(
         async with app.run_test(size=(160, 48)) as pilot:
             dash = app.dashboard
             await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
+            await dash.wait_processed()  # panels follow the latest update at most 4x/s: bring them up to it
             assert dash.connection == "connected"
             rows = {r.key: r for r in dash.query_one(ConfigPanel).view.rows}
             assert rows["speculative_num_draft_tokens"].differs  # 16 requested, 2 in the server's own log
@@ -103,9 +106,63 @@ async def test_connect_to_a_log_file_reads_it_whole_read_only(tmp_path) -> None:
         dash = app.dashboard
         await wait_for(lambda: dash.query_one("LogView").last_line_no == len(lines) and not dash.processing
                        and dash.last_update is not None, pilot)
+        await dash.wait_processed()
         rows = {r.key: r for r in dash.query_one(ConfigPanel).view.rows}
         assert dash.query_one(ConfigPanel).view.effective_source == "log"  # from the server_args line
         assert rows["speculative_num_draft_tokens"].effective == 2
         await pilot.press("r")  # read-only: the screen opens with relaunch disabled
         assert app.screen.query_one("#go").disabled
     await session.host.close()
+
+
+def test_an_unreachable_host_is_retried_visibly_until_ctrl_c() -> None:
+    # Nothing listens on port 1: each attempt is refused, and each is shown before the next one.
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "connect", "root@127.0.0.1:1"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while len(lines) < 3:  # three attempts, so it kept trying
+            line = proc.stderr.readline()
+            assert line, f"connect stopped: {lines}"
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert all("reconnecting" in ln and "connection refused" in ln for ln in lines), lines
+    assert proc.returncode == 130
+    assert "Traceback" not in rest and "interrupted" in rest
+
+
+async def test_connect_reads_the_version_the_server_reports(tmp_path) -> None:
+    import httpx
+
+    # The simulator emulates 0.5.6.post2 and says so on /server_info; the header shows that, not a guess.
+    demo = DemoRun(SCENARIOS["silent-override"], version="0.5.6.post2", time_scale=20.0, duration=None,
+                   log_path=str(tmp_path / "server.log"))
+    demo.start_sim()
+    try:
+        port = int(demo.sim_argv[demo.sim_argv.index("--port") + 1])
+        end = time.monotonic() + 60
+        while True:  # bounded wait for the simulator's HTTP server
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < end, "the simulator never became healthy"
+            await asyncio.sleep(0.2)
+        args = argparse.Namespace(target="local", log=None, pid=demo.proc.pid, server_port=None, read_only=True,
+                                  ssh_config=None, identity=None, known_hosts=None, accept_new_host_key=False)
+        session = await build_session(args)
+        assert session.server_port == port
+        assert session.sglang_version == "0.5.6.post2"
+        app = SpectuiApp(session)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            assert app.dashboard.query_one("HeaderBar").info.version == "0.5.6.post2"
+        await session.host.close()
+    finally:
+        demo.stop_sim()
