@@ -6,11 +6,11 @@ Used by tests/rules and by `spectui rules test`. A metric series becomes synthet
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spectui.core.launch import LaunchCommand, parse_command
 from spectui.core.rule_compile import Rule
 from spectui.core.rules import Diagnosis, RuleEngine
 
@@ -28,31 +28,9 @@ class ExampleResult:
     diagnosis: Diagnosis | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Launch:
-    """Stand-in for core.launch.LaunchCommand when that module is not available."""
-
-    env: tuple[tuple[str, str], ...]
-    args: tuple[str, ...]
-
-
-def parse_launch(text: str) -> object:
-    """A LaunchCommand (core.launch.parse_command), or a minimal env/args split without it."""
-    try:
-        from spectui.core import launch as launch_mod
-    except ImportError:  # the launch module ships separately; keep examples runnable without it
-        launch_mod = None  # type: ignore[assignment]
-    if launch_mod is not None:
-        return launch_mod.parse_command(text)
-    words = shlex.split(text.replace("\\\n", " "))
-    env: list[tuple[str, str]] = []
-    while words and "=" in words[0] and not words[0].startswith("-"):
-        key, _, value = words.pop(0).partition("=")
-        env.append((key, value))
-    for i, word in enumerate(words):
-        if word in ("sglang.launch_server", "serve"):
-            return _Launch(tuple(env), tuple(words[i + 1:]))
-    return _Launch(tuple(env), tuple(w for w in words if w.startswith("-") or not w.endswith("python")))
+def parse_launch(text: str) -> LaunchCommand:
+    """The example's launch command (core.launch.parse_command)."""
+    return parse_command(text)
 
 
 def example_lines(example: Example) -> list[str]:
