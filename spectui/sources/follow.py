@@ -12,8 +12,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from spectui.core.launch import parse_command
 from spectui.core.pipeline import Pipeline, PipelineUpdate
 from spectui.core.records import DecodeSample
+from spectui.core.rules import RuleEngine, load_rules
 from spectui.sources.base import ConnState, Host, TailLines, TailState
 from spectui.sources.tail import LogTail
 
@@ -21,22 +23,16 @@ IDLE_FLUSH = 0.5  # a traceback still waiting for its end is emitted after this 
 
 
 def make_engine(argv: tuple[str, ...] | list[str] | None = None, version: str | None = None, *,
-                baseline_tps: float | None = None) -> Any:
-    """The rule engine (with the server's launch command when known), or None if rules are unavailable.
+                baseline_tps: float | None = None) -> RuleEngine:
+    """The rule engine, with the server's launch command when known.
 
     `baseline_tps`: decode tok/s of this server without speculation (the "slower than baseline" rule);
     None = only a baseline measured in an earlier launch of the same log counts.
     """
-    try:
-        from spectui.core.rules import RuleEngine, load_rules
-    except ImportError:
-        return None
     rules, _errors = load_rules()
     launch = None
     if argv:
         with contextlib.suppress(Exception):  # an unparseable command only costs the config-aware rules
-            from spectui.core.launch import parse_command
-
             launch = parse_command(list(argv))  # rules read launch.sglang_args: a simulator's knobs are left out
     return RuleEngine(rules, launch=launch, version=version, baseline_tps=baseline_tps)
 
