@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from spectui.core import ruleexpr
 from spectui.core.records import MilestoneKind
 from spectui.core.rule_vocab import in_vocabulary
+from spectui.core.versions import version_tuple
 
 if TYPE_CHECKING:  # the pydantic schema is imported only when rule files are read (not for cached rules)
     from spectui.core.rule_schema import Example, RuleModel
@@ -250,14 +251,6 @@ def _template(source: str, field: str, vocab: Any) -> Template:
         literal = ""
     parts.append((literal + source[pos:], None, ""))
     return Template(source, tuple(parts))
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    out: list[int] = []
-    for part in version.split(".")[:3]:
-        digits = re.match(r"\d*", part)
-        out.append(int(digits.group(0)) if digits and digits.group(0) else 0)
-    return tuple(out)
 
 
 def version_matches(spec: str, version: str) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spectui.core.versions import version_tuple
+
 
 def expected_accept_len(alpha: float, k: int) -> float:
     """E[L] = (1 - alpha^(k+1)) / (1 - alpha): Leviathan et al. 2023, Eq. (1); k+1 when alpha = 1."""
@@ -90,7 +92,7 @@ def draft_acceptance_rate(accept_len: float, num_draft_tokens: int) -> float | N
 
 def printed_accept_rate(accept_len: float, num_steps: int, num_draft_tokens: int, version: str) -> float:
     """What SGLang `version` prints as "accept rate" for this accept len (REFERENCE §3.2 table)."""
-    parts = _version_tuple(version)
+    parts = version_tuple(version)
     if parts < (0, 5, 6):
         return accept_len / (num_steps + 1)
     if parts < (0, 5, 12):
@@ -102,10 +104,3 @@ def saturation(accept_len: float, num_steps: int) -> float:
     """(L - 1) / steps: 1.0 means every drafted token was accepted; > ~0.75 says go deeper (§6)."""
     return (accept_len - 1.0) / num_steps if num_steps > 0 else 0.0
 
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    out: list[int] = []
-    for part in version.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)

@@ -27,3 +27,13 @@ def parse_version(text: str) -> Version:
 def v(text: str) -> Version:
     """Short form for rule tables: v("0.5.10")."""
     return parse_version(text)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """Lenient (major, minor, patch) for ranges and formula switches: "0.5.4.post3" -> (0, 5, 4); never raises
+    (a part without leading digits counts 0), so a guessed or odd version still compares."""
+    out: list[int] = []
+    for part in version.split(".")[:3]:
+        digits = re.match(r"\d*", part)
+        out.append(int(digits.group(0)) if digits and digits.group(0) else 0)
+    return tuple(out)
