@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from spectui.core.suggest import suggest_flags
-from spectui.core.versions import Version, parse_version
+from spectui.core.versions import parse_version
 
 # Deprecation notices printed at parse time (exact text, as recorded from real runs).
 _DEPRECATION_TEXT: dict[str, str] = {
@@ -173,10 +173,6 @@ class FlagCatalogue:
     @property
     def option_strings(self) -> list[str]:
         return ["-h", "--help", *self.by_flag]
-
-    @property
-    def parsed_version(self) -> Version:
-        return parse_version(self.version)
 
     def defaults(self) -> dict[str, Any]:
         return {s.dest: s.default for s in self.specs}
