@@ -16,18 +16,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from spectui.commands.demorun import free_port
+
 SSHD = "/usr/sbin/sshd"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 
 
 def sshd_available() -> bool:
     return os.path.exists(SSHD) and os.access(SSHD, os.X_OK)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _keygen(path: Path) -> None:
@@ -123,7 +119,7 @@ def start_sshd(root: Path) -> Sshd:
     authorized = root / "authorized_keys"
     authorized.write_text(client_key.with_suffix(".pub").read_text())
     os.chmod(client_key, 0o600)
-    port = _free_port()
+    port = free_port()
     sftp = SFTP_SERVER if os.path.exists(SFTP_SERVER) else "internal-sftp"
     config = root / "sshd_config"
     config.write_text(

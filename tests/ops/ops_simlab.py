@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,18 +16,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.commands.demorun import free_port as free_port  # re-exported for the tests
+
 # The seed launch (/work/shared/seeds/002: EAGLE3, topk 1, 16 draft tokens, steps 1) on the simulator.
 SEED_FLAGS = ["--model-path", "/models/kimi-k2.5-int4", "--speculative-algorithm", "EAGLE3",
               "--speculative-draft-model-path", "/data/eagle3/output_100k_sglang/4",
               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
               "--speculative-num-steps", "1"]
 SIM_FAST = ["--sim-time-scale", "40", "--sim-traffic", "4"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def health(port: int) -> int | None:

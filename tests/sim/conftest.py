@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,16 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from spectui.commands.demorun import free_port
+
 TARGET = ["--model-path", "/models/meta-llama/Llama-3.1-8B-Instruct"]
 EAGLE3 = [*TARGET, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/draft"]
 CHAIN3 = ["--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
 FAST = ["--sim-time-scale", "50"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

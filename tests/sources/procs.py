@@ -5,20 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from spectui.commands.demorun import free_port as free_port  # re-exported for the tests
+
 STUB = "import sys, time\nprint('stub server up', flush=True)\nprint('on stderr', file=sys.stderr, flush=True)\ntime.sleep(120)\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
