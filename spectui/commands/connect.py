@@ -163,6 +163,7 @@ def run_demo(args: argparse.Namespace) -> int:
 async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> int:
     import asyncio
 
+    from spectui.core.catalogue import pick_version
     from spectui.ops.plan import parse_server_argv
     from spectui.sources.local import LocalHost
     from spectui.sources.tail import LogTail
@@ -173,7 +174,8 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
     host = LocalHost()
     session = Session(
         label=f"demo:{args.scenario}", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
-        sglang_version=args.sglang_version, current_pid=demo.proc.pid,
+        # the release the simulator emulates (it picks the same way), not a guess from its log
+        sglang_version=pick_version(args.sglang_version)[0], current_pid=demo.proc.pid,
         tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),
     )
     app = SpectuiApp(session)
