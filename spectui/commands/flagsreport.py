@@ -161,7 +161,8 @@ def _model_path(cmd: LaunchCommand, version: str) -> str | None:
     return None
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0, DEL, C1 (8-bit CSI/OSC) and bidi overrides: as ui.sanitize and watch drop them.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def _clean(text: str) -> str:

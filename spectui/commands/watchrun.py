@@ -15,7 +15,9 @@ from spectui.sources.base import ConnState, TailLines
 from spectui.sources.follow import EventBuilder, follow, make_engine
 from spectui.sources.target import Target, open_host, parse_target
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")  # log text is data: no terminal escapes
+# Log text is data: no terminal escapes. C0, DEL, C1 (8-bit CSI/OSC/DCS) and bidi overrides (they reorder
+# what follows on the line), as ui.sanitize drops them.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 

@@ -114,6 +114,14 @@ def test_human_output_strips_terminal_escapes(tmp_path: Path) -> None:
     assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "red" in res.stdout
 
 
+def test_human_output_drops_c1_controls_and_bidi_overrides() -> None:
+    from spectui.commands.watchrun import human
+
+    # 8-bit OSC (U+009D) sets the window title on some terminals; U+202E reverses the rest of the line.
+    shown = human({"type": "line", "n": 1, "text": "a\x9d0;pwned\x07b \u202eevil"})
+    assert shown is not None and "\x9d" not in shown and "\u202e" not in shown and "evil" in shown
+
+
 def test_unknown_host_key_wrong_key_and_bad_target_are_one_line_errors(sshd: Sshd, tmp_path: Path) -> None:
     res = spectui("watch", sshd.target, *ssh_opts(sshd, tmp_path / "empty_known_hosts"))
     assert res.returncode == 1
