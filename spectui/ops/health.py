@@ -185,8 +185,3 @@ class LaunchWatcher:
         diagnoses = tuple(self.pipeline.diagnoses)
         return HealthOutcome(healthy, reason, str(self.phase), diagnoses, snap.accept_len.mean,
                              snap.gen_tokens_per_s.mean)
-
-
-def describe_diagnoses(diagnoses: tuple[Any, ...], limit: int = 3) -> list[str]:
-    return [f"{d.rule}: {d.title}" for d in diagnoses[:limit]]
-
