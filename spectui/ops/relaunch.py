@@ -140,19 +140,9 @@ async def prepare(
 
 async def _server_version(host: Any, server: Any) -> str | None:
     """What the running server says it is (/server_info "version"), or None (then the newest bundled)."""
-    from spectui.errors import SpectuiError
-    from spectui.sources.http import ServerProbe
+    from spectui.sources.http import server_version
 
-    if server.port is None:
-        return None
-    probe = ServerProbe(host, server.port, server.host_addr, timeout=3.0)
-    try:
-        version = (await probe.server_info()).get("version")
-        return str(version) if version else None
-    except SpectuiError:
-        return None
-    finally:
-        await probe.close()
+    return None if server.port is None else await server_version(host, server.port, server.host_addr)
 
 
 async def execute(

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from spectui.errors import ProbeError
+from spectui.errors import ProbeError, SpectuiError
 from spectui.sources.base import Host
 
 
@@ -111,6 +111,18 @@ class ServerProbe:
                     for fam in text_string_to_metric_families(resp.text) for s in fam.samples]
         except ValueError as exc:
             raise ProbeError(f"{self._where()}/metrics is not Prometheus text: {str(exc)[:120]}") from None
+
+
+async def server_version(host: Host, port: int, addr: str = "127.0.0.1") -> str | None:
+    """The running server's own version (/server_info `version`), or None when it does not answer."""
+    probe = ServerProbe(host, port, addr, timeout=3.0)
+    try:
+        version = (await probe.server_info()).get("version")
+        return str(version) if version else None
+    except (SpectuiError, OSError):
+        return None
+    finally:
+        await probe.close()
 
 
 def metric_value(samples: list[MetricSample], name: str) -> float | None:
