@@ -74,10 +74,8 @@ class DemoRun:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        else:
-            # The leader is gone; reap anything left in its group (the simulator forks nothing, but be sure).
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        # A leader already reaped is not signalled: its pid (and so the group id) may belong to another
+        # process by now, and the simulator forks nothing that could outlive it.
 
     async def run(self) -> int:
         from spectui.core.catalogue import pick_version
