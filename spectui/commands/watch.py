@@ -43,7 +43,10 @@ def run(args: argparse.Namespace) -> int:
     except SpectuiError as exc:
         print(f"spectui watch: {exc}", file=sys.stderr)
         for proc in getattr(exc, "servers", ()):  # several servers: list them, one a line
+            from spectui.commands.watchrun import _clean
+            from spectui.ops.hostcmds import display_argv
             from spectui.sources.discover import describe
 
-            print(f"  {describe(proc)}", file=sys.stderr)
+            # Another process's argv: its --api-key / HF_TOKEN masked, no terminal control characters.
+            print(f"  {describe(proc, _clean(display_argv(proc.argv, proc.env)))}", file=sys.stderr)
         return exc.exit_code

@@ -142,9 +142,10 @@ class SeveralServers(DiscoveryError):
         self.servers = servers
 
 
-def describe(proc: ServerProcess) -> str:
-    """One line for a listing: pid, port, log, command."""
-    cmd = shlex.join(proc.argv)
+def describe(proc: ServerProcess, command: str | None = None) -> str:
+    """One line for a listing: pid, port, log, command (`command`: the caller's display form of the argv,
+    e.g. with secrets masked; default shlex.join)."""
+    cmd = shlex.join(proc.argv) if command is None else command
     cmd = cmd if len(cmd) <= 120 else cmd[:117] + "..."
     return f"pid {proc.pid}  port {proc.port}  log {proc.log_path or '(not a file)'}  {cmd}"
 

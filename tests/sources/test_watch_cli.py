@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from procs import free_port, started, wait_for_text
+from procs import free_port, started, stub_sglang, wait_for_text
 from sshd_harness import Sshd
 
 from spectui.sim.scenarios import SCENARIOS
@@ -120,6 +120,18 @@ def test_human_output_drops_c1_controls_and_bidi_overrides() -> None:
     # 8-bit OSC (U+009D) sets the window title on some terminals; U+202E reverses the rest of the line.
     shown = human({"type": "line", "n": 1, "text": "a\x9d0;pwned\x07b \u202eevil"})
     assert shown is not None and "\x9d" not in shown and "\u202e" not in shown and "evil" in shown
+
+
+def test_several_servers_are_listed_with_their_api_key_masked(tmp_path: Path) -> None:
+    argv = [*stub_sglang(tmp_path), "--api-key", "sekrit-123"]
+    env = {"PYTHONPATH": str(tmp_path / "stubpath")}
+    with started(argv, tmp_path / "a.log", cwd=tmp_path, env=env), \
+            started(argv, tmp_path / "b.log", cwd=tmp_path, env=env):
+        wait_for_text(tmp_path / "a.log", "on stderr")
+        wait_for_text(tmp_path / "b.log", "on stderr")
+        res = spectui("watch", "local", "--duration", "1")
+    assert res.returncode != 0 and "pick one with --pid" in res.stderr, res.stderr
+    assert "--api-key '***'" in res.stderr and "sekrit" not in res.stderr
 
 
 def test_unknown_host_key_wrong_key_and_bad_target_are_one_line_errors(sshd: Sshd, tmp_path: Path) -> None:
