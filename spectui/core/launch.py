@@ -175,7 +175,7 @@ def split_sim_knobs(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, .
     i = 0
     while i < len(words):
         if words[i].startswith("--sim-"):
-            n = _knob_len(words, i)
+            n = knob_len(words, i)
             knobs += words[i:i + n]
             i += n
         else:
@@ -184,8 +184,8 @@ def split_sim_knobs(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, .
     return tuple(sglang), tuple(knobs)
 
 
-def _knob_len(words: Sequence[str], i: int) -> int:
-    """How many words the `--sim-*` knob at `i` takes (see split_sim_knobs)."""
+def knob_len(words: Sequence[str], i: int) -> int:
+    """How many words the `--sim-*` knob at `i` takes (see split_sim_knobs; spectui.sim.knobs reads them so)."""
     name, eq, value = words[i].partition("=")
     n = 1
     if not eq and i + 1 < len(words):
@@ -278,7 +278,7 @@ def _same_flag(token: str, flag: str, cat: FlagCatalogue | None) -> bool:
 
 def _value_count(args: Sequence[str], i: int, cat: FlagCatalogue | None) -> int:
     if args[i].startswith("--sim-"):  # the simulator's knobs (no SGLang flag starts so)
-        return _knob_len(args, i) - 1
+        return knob_len(args, i) - 1
     if "=" in args[i]:
         return 0
     spec = cat.spec_for(args[i]) if cat else None

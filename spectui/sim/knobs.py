@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from spectui.core.launch import knob_len
 from spectui.sim.faults import FAULT_NAMES, Fault
 
 DEFAULT_ALPHA = 0.8
@@ -58,17 +59,15 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
         name, eq, value = arg.partition("=")
         if name not in KNOB_HELP:
             raise KnobError(f"unknown simulator knob {name}; known: {', '.join(KNOB_HELP)}")
+        n = knob_len(argv, i)  # the words core.launch keeps with this knob: one reading of the command line
         if not eq:
-            if i + 1 >= len(argv):
+            if n == 1:
                 raise KnobError(f"{name} needs a value")
             value = argv[i + 1]
-            i += 1
-        i += 1
-        # `--sim-fault crash-after 3`: the count is a separate word.
-        if name == "--sim-fault" and value == "crash-after" and i < len(argv) and argv[i].isdigit():
-            value = f"crash-after:{argv[i]}"
-            i += 1
+        if n > (1 if eq else 2):  # `--sim-fault crash-after 3`: the count is a separate word
+            value = f"crash-after:{argv[i + n - 1]}"
         values[name] = value
+        i += n
     return rest, _build(values)
 
 
