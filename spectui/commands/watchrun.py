@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
+from spectui.core.pipeline import Pipeline
 from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
 from spectui.sources.base import ConnState, TailLines
 from spectui.sources.follow import EventBuilder, follow, make_engine
@@ -96,7 +97,7 @@ async def _connect(host: Any, emit: Printer) -> None:
         except (HostKeyError, AuthError):
             raise
         except ConnectError as exc:
-            emit({"type": "connection", "state": ConnState.RECONNECTING.value if attempt < 6 else "lost",
+            emit({"type": "connection", "state": ConnState.RECONNECTING.value if attempt < 6 else ConnState.LOST.value,
                   "detail": f"{exc} (retrying)"})
             await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
             attempt += 1
@@ -127,7 +128,7 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
 
 def _stdin_events(args: Any, emit: Printer) -> int:
     """`watch -`: the same events for a stream on stdin, until it ends."""
-    builder = EventBuilder(_pipeline(make_engine(baseline_tps=args.baseline_tps)), raw=args.raw)
+    builder = EventBuilder(Pipeline(engine=make_engine(baseline_tps=args.baseline_tps)), raw=args.raw)
     n = 1
     for raw_line in sys.stdin.buffer:
         text = raw_line.rstrip(b"\n").removesuffix(b"\r").decode(errors="replace")
@@ -137,12 +138,6 @@ def _stdin_events(args: Any, emit: Printer) -> int:
     for ev in builder.finish():
         emit(ev)
     return 0
-
-
-def _pipeline(engine: Any) -> Any:
-    from spectui.core.pipeline import Pipeline
-
-    return Pipeline(engine=engine)
 
 
 async def watch_main(args: Any) -> int:
