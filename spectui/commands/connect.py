@@ -101,6 +101,8 @@ async def build_session(args: argparse.Namespace) -> Any:
                              f"file spectui can read; pass --log PATH")
     if await host.stat(log_path) is None:
         raise UsageError(f"no log file {log_path} on {host.name}; check the path (or pass --log PATH)")
+    from spectui.sources.http import server_version
+
     label = host.name if target.kind != "file" else "local"
     port = args.server_port or getattr(server, "port", None)
     # What the server says it is (/server_info, through the SSH forward when remote); without a port or
@@ -111,21 +113,6 @@ async def build_session(args: argparse.Namespace) -> Any:
     return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
                    read_only=read_only, server_port=port, sglang_version=version,
                    from_start=target.kind == "file")
-
-
-async def server_version(host: Any, port: int, addr: str = "127.0.0.1") -> str | None:
-    """The running server's own version (/server_info `version`), or None when it does not answer."""
-    from spectui.errors import SpectuiError
-    from spectui.sources.http import ServerProbe
-
-    probe = ServerProbe(host, port, addr, timeout=3.0)
-    try:
-        version = (await probe.server_info()).get("version")
-        return str(version) if version else None
-    except (SpectuiError, OSError):
-        return None
-    finally:
-        await probe.close()
 
 
 async def _main(args: argparse.Namespace) -> int:
