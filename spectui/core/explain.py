@@ -156,7 +156,7 @@ def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ())
                 "ambiguous-flag", "error", f"{flag} is an ambiguous abbreviation in SGLang {cat.version}",
                 f"argparse accepts unique prefixes only; {flag} could be {', '.join(cands)}.{why} "
                 "Write the full flag name.",
-                fix_set=((meant[0], _value_after(args, flag)),) if why else (),
+                fix_set=((meant[0], _value_after(args, flag)),) if meant and why else (),
                 fix_unset=(flag,)))
     elif (m := re.match(r"argument (\S+?)(?:/\S+)?: invalid choice: '([^']*)' \(choose from (.+)\)$", message)):
         flag, val = m.group(1), m.group(2)

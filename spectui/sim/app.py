@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
+from typing import TextIO
 
 from spectui.sim import faults
 from spectui.sim.dpgroup import EngineGroup, scheduler_ranks
@@ -35,18 +36,18 @@ class _Crash(Exception):
 class Output:
     """SGLang's streams: logging on stderr, uvicorn's access log on stdout; both flushed per line."""
 
-    err: object = None
-    out: object = None
+    err: TextIO | None = None
+    out: TextIO | None = None
 
     def log(self, line: str) -> None:
         stream = self.err or sys.stderr
-        stream.write(line + "\n")  # type: ignore[attr-defined]
-        stream.flush()  # type: ignore[attr-defined]
+        stream.write(line + "\n")
+        stream.flush()
 
     def access(self, line: str) -> None:
         stream = self.out or sys.stdout
-        stream.write(line + "\n")  # type: ignore[attr-defined]
-        stream.flush()  # type: ignore[attr-defined]
+        stream.write(line + "\n")
+        stream.flush()
 
 
 def _die(code_signal: int, out: Output) -> None:

@@ -24,7 +24,7 @@ def resolve_destination(host: Any) -> tuple[str, int, str]:
     cfg = SSHClientConfig.load(None, paths, False, False, False, getpass.getuser(),
                                host.user or (), host.host, host.port or ())
     hostname = str(cfg.get("Hostname", host.host) or host.host)
-    port = int(host.port or cfg.get("Port", 22) or 22)
+    port = int(str(host.port or cfg.get("Port", 22) or 22))  # the config value is typed object
     known_hosts = opts.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
     return hostname, port, known_hosts
 
