@@ -104,17 +104,18 @@ class Cockpit:
         if s is None or not s.samples:
             return
         self._archived.append(self._points(s))
-        self.launches.append(
-            LaunchSummary(
-                label=f"launch {len(self.launches) + 1}",
-                first_line=(s.launch_first_line or 0) + self.offset if s.launch_first_line else None,
-                samples=s.samples,
-                accept_len_mean=s.accept_len.mean,
-                accept_len_p10=s.accept_len.p10,
-                accept_len_p90=s.accept_len.p90,
-                gen_tokens_per_s_mean=s.gen_tokens_per_s.mean,
-                settings={k: v for k, v in (s.server_args or {}).items() if k.startswith("speculative_")},
-            )
+        self.launches.append(self._summary(s, f"launch {len(self.launches) + 1}"))
+
+    def _summary(self, s: Any, label: str) -> LaunchSummary:
+        return LaunchSummary(
+            label=label,
+            first_line=(s.launch_first_line + self.offset) if s.launch_first_line else None,
+            samples=s.samples,
+            accept_len_mean=s.accept_len.mean,
+            accept_len_p10=s.accept_len.p10,
+            accept_len_p90=s.accept_len.p90,
+            gen_tokens_per_s_mean=s.gen_tokens_per_s.mean,
+            settings={k: v for k, v in (s.server_args or {}).items() if k.startswith("speculative_")},
         )
 
     @staticmethod
@@ -194,18 +195,7 @@ class Cockpit:
         current = []
         s = self._snapshot
         if s is not None and s.samples:
-            current.append(
-                LaunchSummary(
-                    label=f"launch {len(self.launches) + 1} (current)",
-                    first_line=(s.launch_first_line + self.offset) if s.launch_first_line else None,
-                    samples=s.samples,
-                    accept_len_mean=s.accept_len.mean,
-                    accept_len_p10=s.accept_len.p10,
-                    accept_len_p90=s.accept_len.p90,
-                    gen_tokens_per_s_mean=s.gen_tokens_per_s.mean,
-                    settings={k: v for k, v in (s.server_args or {}).items() if k.startswith("speculative_")},
-                )
-            )
+            current.append(self._summary(s, f"launch {len(self.launches) + 1} (current)"))
         return self.launches + current
 
     @property
