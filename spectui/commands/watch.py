@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectui watch: {exc}", file=sys.stderr)
         for proc in getattr(exc, "servers", ()):  # several servers: list them, one a line
             from spectui.commands.watchrun import _clean
-            from spectui.ops.hostcmds import display_argv
+            from spectui.core.secrets import display_argv
             from spectui.sources.discover import describe
 
             # Another process's argv: its --api-key / HF_TOKEN masked, no terminal control characters.

@@ -14,6 +14,7 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 
+from spectui.core.secrets import display_argv
 from spectui.errors import DiscoveryError
 from spectui.sources.base import Host, ServerProcess
 
@@ -160,7 +161,9 @@ async def pick_server(host: Host, pid: int | None = None) -> ServerProcess:
         res = await host.run(["cat", f"/proc/{pid}/cmdline"])
         if res.exit_status != 0:
             raise DiscoveryError(f"no process {pid} on {host.name}; run without --pid to list SGLang servers")
-        runs = shlex.join(a for a in res.stdout.split("\0") if a)[:100]
+        # Another process's argv: secrets masked, control characters dropped, shortened; it is data.
+        shown = display_argv([a for a in res.stdout.split("\0") if a])
+        runs = "".join(ch if ch.isprintable() else "?" for ch in shown)[:100]
         raise DiscoveryError(f"pid {pid} on {host.name} is not an SGLang server (it runs: {runs}); "
                              "run without --pid to list SGLang servers")
     if not servers:

@@ -62,6 +62,18 @@ async def test_pid_that_is_not_sglang_is_a_one_line_error(tmp_path: Path) -> Non
         await pick_server(LocalHost(), 999999999)
 
 
+async def test_not_sglang_error_masks_secrets_and_control_characters_of_the_other_process(tmp_path: Path) -> None:
+    """The message quotes another process's argv: an API key or an escape sequence in it must not reach
+    the operator's terminal."""
+    argv = ["python3", "-c", "import time;time.sleep(60)", "--api-key", "sekrit-value", "\x1b]0;owned\x07"]
+    with started(argv, tmp_path / "x.log") as proc:
+        with pytest.raises(DiscoveryError) as info:
+            await pick_server(LocalHost(), proc.pid)
+    message = str(info.value)
+    assert "not an SGLang server" in message and "--api-key" in message
+    assert "sekrit-value" not in message and "\x1b" not in message and "\x07" not in message
+
+
 async def test_discovery_over_ssh_is_one_remote_command(sshd: Sshd, tmp_path: Path) -> None:
     argv = stub_sglang(tmp_path)
     log = tmp_path / "server.log"
