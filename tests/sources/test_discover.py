@@ -66,9 +66,8 @@ async def test_not_sglang_error_masks_secrets_and_control_characters_of_the_othe
     """The message quotes another process's argv: an API key or an escape sequence in it must not reach
     the operator's terminal."""
     argv = ["python3", "-c", "import time;time.sleep(60)", "--api-key", "sekrit-value", "\x1b]0;owned\x07"]
-    with started(argv, tmp_path / "x.log") as proc:
-        with pytest.raises(DiscoveryError) as info:
-            await pick_server(LocalHost(), proc.pid)
+    with started(argv, tmp_path / "x.log") as proc, pytest.raises(DiscoveryError) as info:
+        await pick_server(LocalHost(), proc.pid)
     message = str(info.value)
     assert "not an SGLang server" in message and "--api-key" in message
     assert "sekrit-value" not in message and "\x1b" not in message and "\x07" not in message
