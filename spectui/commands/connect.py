@@ -88,12 +88,12 @@ async def build_session(args: argparse.Namespace) -> Any:
             if not log_path or args.pid is not None:
                 raise
         if server is not None:
+            from spectui.core.launch import parse_command
             from spectui.errors import CommandParseError
-            from spectui.ops.plan import parse_server_argv
 
             log_path = log_path or server.log_path
             try:
-                launch = parse_server_argv(server.argv)
+                launch = parse_command(list(server.argv))
             except CommandParseError:
                 launch = None  # shown as "launch command unknown"; relaunch is disabled
     if not log_path:
@@ -151,7 +151,7 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
     import asyncio
 
     from spectui.core.catalogue import pick_version
-    from spectui.ops.plan import parse_server_argv
+    from spectui.core.launch import parse_command
     from spectui.sources.local import LocalHost
     from spectui.sources.tail import LogTail
     from spectui.ui.app import SpectuiApp
@@ -160,7 +160,7 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
     path = demo.start_sim()
     host = LocalHost()
     session = Session(
-        label=f"demo:{args.scenario}", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
+        label=f"demo:{args.scenario}", log_path=path, host=host, launch=parse_command(list(demo.proc.args)),
         # the release the simulator emulates (it picks the same way), not a guess from its log
         sglang_version=pick_version(args.sglang_version)[0], current_pid=demo.proc.pid,
         tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),

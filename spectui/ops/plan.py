@@ -208,7 +208,7 @@ def build_plan(
 ) -> RelaunchPlan:
     """Everything relaunch will do, computed without touching the host."""
     try:
-        old = parse_server_argv(server.argv)
+        old = parse_command(list(server.argv))
     except CommandParseError as exc:
         raise UsageError(f"cannot read the server's command line (pid {server.pid}): {exc}") from None
     new = apply_edits(old, edits)
@@ -235,11 +235,6 @@ def build_plan(
         version=version, version_note=note, resolution=resolution, effective_changes=tuple(eff_changes),
         log_path=log, port=port_of(new, server.port),
     )
-
-
-def parse_server_argv(argv: Sequence[str]) -> LaunchCommand:
-    """A server's /proc argv as a LaunchCommand: parse_command, which reads the simulator too (kept for callers)."""
-    return parse_command(list(argv))
 
 
 def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:

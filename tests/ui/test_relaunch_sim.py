@@ -10,7 +10,7 @@ import signal
 from textual.widgets import DataTable
 
 from spectui.commands.demorun import DemoRun
-from spectui.ops.plan import parse_server_argv
+from spectui.core.launch import parse_command
 from spectui.sim.scenarios import SCENARIOS
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail
@@ -28,15 +28,21 @@ async def wait_for(predicate, pilot, timeout: float = 60.0) -> None:
         await pilot.pause(0.1)
 
 
-async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # relaunch history goes here
-    demo = DemoRun(SCENARIOS["silent-override"], version=None, time_scale=40.0, duration=None,
+def start_demo_session(scenario: str, tmp_path) -> tuple[DemoRun, str, Session]:
+    """The scenario's simulator running, and a cockpit session following its log from the start."""
+    demo = DemoRun(SCENARIOS[scenario], version=None, time_scale=40.0, duration=None,
                    log_path=str(tmp_path / "server.log"))
     path = demo.start_sim()
     host = LocalHost()
-    session = Session(label="demo", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
+    session = Session(label="demo", log_path=path, host=host, launch=parse_command(list(demo.proc.args)),
                       current_pid=demo.proc.pid, probe_gpus=False,
                       tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__())
+    return demo, path, session
+
+
+async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # relaunch history goes here
+    demo, path, session = start_demo_session("silent-override", tmp_path)
     app = SpectuiApp(session)
     new_pid = None
     try:
@@ -85,13 +91,7 @@ async def test_a_relaunch_that_fails_is_rolled_back_and_shown(tmp_path, monkeypa
     from spectui.ui.screens.relaunch import RelaunchScreen
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    demo = DemoRun(SCENARIOS["healthy"], version=None, time_scale=40.0, duration=None,
-                   log_path=str(tmp_path / "server.log"))
-    path = demo.start_sim()
-    host = LocalHost()
-    session = Session(label="demo", log_path=path, host=host, launch=parse_server_argv(demo.proc.args),
-                      current_pid=demo.proc.pid, probe_gpus=False,
-                      tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__())
+    demo, path, session = start_demo_session("healthy", tmp_path)
     app = SpectuiApp(session)
     rollback_pid = None
     try:
