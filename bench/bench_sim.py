@@ -22,8 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from spectui.core.logparse import LogParser
-from spectui.core.records import DecodeSample
+from spectui.core.log.parse import LogParser
+from spectui.core.log.records import DecodeSample
 
 BASE = ["--model-path", "/models/Kimi-K2.5", "--decode-log-interval", "10"]
 SPEC = [*BASE, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/eagle3",

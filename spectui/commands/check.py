@@ -67,7 +67,7 @@ def _build_engine(args: argparse.Namespace) -> Any:
 
     from spectui.commands.checkrules import load_rules_cached
     from spectui.commands.checkrun import CheckInputError
-    from spectui.core.rules import RuleEngine, default_rule_dirs
+    from spectui.core.rules.engine import RuleEngine, default_rule_dirs
     from spectui.errors import CommandParseError
 
     for directory in args.rules:
@@ -79,7 +79,7 @@ def _build_engine(args: argparse.Namespace) -> Any:
         print(f"spectui check: {error}", file=sys.stderr)
     launch = None
     if args.launch:
-        from spectui.core.rule_examples import parse_launch
+        from spectui.core.rules.examples import parse_launch
 
         try:
             launch = parse_launch(args.launch)

@@ -51,7 +51,7 @@ def cache_key(extra_dirs: Sequence[Path]) -> str | None:
         return None
     core = Path(spectui.core.__file__).parent
     lines = [spectui.__version__, sys.version]
-    lines += [_stat_line(p) for p in sorted(core.glob("*.py"))]
+    lines += [_stat_line(p) for p in sorted(core.rglob("*.py"))]
     lines += [_stat_line(p) for p in sorted(builtin.glob("*.toml"))]
     for d in extra_dirs:
         d = Path(d).absolute()
@@ -74,7 +74,7 @@ def load_rules_cached(extra_dirs: Sequence[Path] = (), cache_dir: Path | None = 
                 return rules, errors
         except Exception:  # noqa: BLE001 - missing, truncated or stale cache: load the files instead
             pass
-    from spectui.core.rules import load_rules
+    from spectui.core.rules.engine import load_rules
 
     rules, errors = load_rules(extra_dirs)
     if path is not None and key is not None:

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from spectui.commands.checkrun import CheckResult
-from spectui.core.metrics import MetricSnapshot, ServerPhase, Stat
-from spectui.core.records import RecordKind
+from spectui.core.log.metrics import MetricSnapshot, ServerPhase, Stat
+from spectui.core.log.records import RecordKind
 
 _PHASE_STYLE = {
     ServerPhase.SERVING: "green", ServerPhase.READY: "green", ServerPhase.CRASHED: "bold red",

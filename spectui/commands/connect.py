@@ -88,7 +88,7 @@ async def build_session(args: argparse.Namespace) -> Any:
             if not log_path or args.pid is not None:
                 raise
         if server is not None:
-            from spectui.core.launch import parse_command
+            from spectui.core.launch.command import parse_command
             from spectui.errors import CommandParseError
 
             log_path = log_path or server.log_path
@@ -150,8 +150,8 @@ def run_demo(args: argparse.Namespace) -> int:
 async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> int:
     import asyncio
 
-    from spectui.core.catalogue import pick_version
-    from spectui.core.launch import parse_command
+    from spectui.core.launch.catalogue import pick_version
+    from spectui.core.launch.command import parse_command
     from spectui.sources.local import LocalHost
     from spectui.sources.tail import LogTail
     from spectui.ui.app import SpectuiApp

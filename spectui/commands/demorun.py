@@ -78,7 +78,7 @@ class DemoRun:
         # process by now, and the simulator forks nothing that could outlive it.
 
     async def run(self) -> int:
-        from spectui.core.catalogue import pick_version
+        from spectui.core.launch.catalogue import pick_version
 
         path = self.start_sim()
         stop = asyncio.Event()

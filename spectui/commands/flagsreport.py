@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spectui.core.catalogue import load_catalogue, pick_version
-from spectui.core.explain import error_fix
-from spectui.core.launch import LaunchCommand, parse_command
-from spectui.core.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
+from spectui.core.launch.catalogue import load_catalogue, pick_version
+from spectui.core.launch.explain import error_fix
+from spectui.core.launch.command import LaunchCommand, parse_command
+from spectui.core.launch.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
 from spectui.errors import CommandParseError
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-from spectui.core.pipeline import Pipeline
+from spectui.core.log.pipeline import Pipeline
 from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
 from spectui.sources.base import ConnState, TailLines
 from spectui.sources.follow import EventBuilder, follow, make_engine

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from spectui.core.catalogue import pick_version
-from spectui.core.launch import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
-from spectui.core.resolve import Resolution, resolve
+from spectui.core.launch.catalogue import pick_version
+from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
+from spectui.core.launch.resolve import Resolution, resolve
 from spectui.errors import CommandParseError, UsageError
 from spectui.ops import hostcmds
 from spectui.sources.base import ServerProcess
@@ -242,7 +242,7 @@ def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
     flags). Knobs the simulator would refuse are kept, so the verdict shows its complaint as unrecognized."""
     if not cmd.is_simulator:
         return cmd.args
-    from spectui.core.launch import split_sim_knobs
+    from spectui.core.launch.command import split_sim_knobs
     from spectui.sim.knobs import KnobError, split_argv
 
     try:

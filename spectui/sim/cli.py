@@ -53,8 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KnobError as exc:
         _err(f"spectui.sim: error: {exc}")
         return 2
-    from spectui.core.catalogue import ArgparseFailure, load_catalogue, pick_version
-    from spectui.core.resolve import resolve
+    from spectui.core.launch.catalogue import ArgparseFailure, load_catalogue, pick_version
+    from spectui.core.launch.resolve import resolve
 
     try:
         version, fallback = pick_version(knobs.sglang_version)

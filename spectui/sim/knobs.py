@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spectui.core.launch import knob_len
+from spectui.core.launch.command import knob_len
 from spectui.sim.faults import FAULT_NAMES, Fault
 
 DEFAULT_ALPHA = 0.8

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spectui.core.records import ErrorEvent, Milestone, MilestoneKind, record_kind
+from spectui.core.log.records import ErrorEvent, Milestone, MilestoneKind, record_kind
 from spectui.ui.model import ConfigView, LaunchSummary, SeriesHistory, build_config_view
 
 MAX_POINTS = 400  # plot points kept per launch (a plot is at most ~150 cells wide)
@@ -55,8 +55,8 @@ class Cockpit:
         self._warnings = ()
         if self.launch is None:
             return
-        from spectui.core.catalogue import pick_version
-        from spectui.core.resolve import resolve
+        from spectui.core.launch.catalogue import pick_version
+        from spectui.core.launch.resolve import resolve
 
         version, _ = pick_version(self.version)
         from spectui.ops.plan import resolvable_args
@@ -68,8 +68,8 @@ class Cockpit:
         self._warnings = tuple(res.warnings)
 
     def _new_pipeline(self) -> None:
-        from spectui.core.pipeline import Pipeline
-        from spectui.core.rules import RuleEngine
+        from spectui.core.log.pipeline import Pipeline
+        from spectui.core.rules.engine import RuleEngine
 
         rules = self._rules
         if rules is None:
@@ -84,7 +84,7 @@ class Cockpit:
         self._diagnoses: tuple[Any, ...] = ()
 
     def _load_rules(self) -> list[Any]:
-        from spectui.core import rules as rules_mod
+        from spectui.core.rules import engine as rules_mod
 
         loaded, errors = rules_mod.load_rules()
         self.rule_errors = tuple(errors)  # shown by the app as a notification; a bad rule file is not fatal
@@ -173,7 +173,7 @@ class Cockpit:
         parser = getattr(self.pipeline, "parser", None)
         if parser is None:
             return None
-        from spectui.core.logparse import guess_version
+        from spectui.core.log.parse import guess_version
 
         return guess_version(parser.version_hints)
 

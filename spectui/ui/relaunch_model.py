@@ -60,7 +60,7 @@ class Draft:
 
 
 def _edit_other(other: str, flag: str, value: str | None, *, unset: bool = False) -> str:
-    from spectui.core.launch import LaunchCommand, set_flag, unset_flag
+    from spectui.core.launch.command import LaunchCommand, set_flag, unset_flag
 
     try:
         cmd = LaunchCommand(env=(), program=("sglang",), args=tuple(shlex.split(other)))
@@ -84,7 +84,7 @@ def split_command(cmd: Any, version: str | None) -> Draft:
     """The running command as fields (speculative flags) + the rest of its args as one shell line."""
     choices: dict[str, tuple[str, ...]] = {}
     try:
-        from spectui.core.catalogue import load_catalogue, pick_version
+        from spectui.core.launch.catalogue import load_catalogue, pick_version
 
         cat = load_catalogue(pick_version(version)[0])
         spec = cat.by_dest.get("speculative_algorithm")
@@ -94,7 +94,7 @@ def split_command(cmd: Any, version: str | None) -> Draft:
         pass
     if cmd is None:
         return Draft({f.dest: "" for f in SPEC_FIELDS}, "", choices)
-    from spectui.core.launch import unset_flag
+    from spectui.core.launch.command import unset_flag
 
     values = {f.dest: _flag_value(cmd.args, f.flag) for f in SPEC_FIELDS}
     rest = cmd
@@ -115,7 +115,7 @@ class Evaluation:
 
 def build_command(original: Any, draft: Draft) -> Any:
     """The edited LaunchCommand. Raises ValueError for a raw line shlex cannot split."""
-    from spectui.core.launch import LaunchCommand, set_flag
+    from spectui.core.launch.command import LaunchCommand, set_flag
 
     args = tuple(shlex.split(draft.other))
     base = original if original is not None else LaunchCommand(
@@ -131,9 +131,9 @@ def build_command(original: Any, draft: Draft) -> Any:
 
 def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     """Diff against the running command and what SGLang `version` would do with the edited one."""
-    from spectui.core.catalogue import pick_version
-    from spectui.core.launch import diff
-    from spectui.core.resolve import resolve
+    from spectui.core.launch.catalogue import pick_version
+    from spectui.core.launch.command import diff
+    from spectui.core.launch.resolve import resolve
     from spectui.ops.plan import resolvable_args
 
     t = Text()
@@ -192,7 +192,7 @@ def _show(value: str | None) -> str:
 
 def edits_from(original: Any, command: Any) -> Any:
     """ops.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants)."""
-    from spectui.core.launch import diff
+    from spectui.core.launch.command import diff
     from spectui.ops.plan import Edits
 
     sets: list[tuple[str, str | None]] = []

@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from spectui.core.catalogue import (
+from spectui.core.launch.catalogue import (
     ArgparseFailure,
     catalogue_from_help,
     known_versions,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.catalogue import load_catalogue
-from spectui.core.launch import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
+from spectui.core.launch.catalogue import load_catalogue
+from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
 from spectui.errors import CommandParseError
 
 # The third launch of the seed incident (/work/shared/seeds/002_*.txt, message 4344), verbatim with the
@@ -207,7 +207,7 @@ def test_simulator_parses_as_a_launch() -> None:
 
 
 def test_simulator_knob_split_matches_the_simulator() -> None:
-    from spectui.core.launch import split_sim_knobs
+    from spectui.core.launch.command import split_sim_knobs
     from spectui.sim.knobs import split_argv
 
     for argv in (list(parse_command(SIM).args), ["--sim-fault=crash-after", "3", "--tp", "2"],
@@ -218,7 +218,7 @@ def test_simulator_knob_split_matches_the_simulator() -> None:
 
 
 def test_simulator_launch_is_judged_on_sglang_flags_only() -> None:
-    from spectui.core.resolve import resolve
+    from spectui.core.launch.resolve import resolve
 
     cmd = parse_command(SIM)
     res = resolve(list(cmd.sglang_args), "0.5.6", entry=cmd.entry)

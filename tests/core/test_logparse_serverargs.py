@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spectui.core.serverargs import parse_server_args
+from spectui.core.log.serverargs import parse_server_args
 
 
 def test_repr_with_quotes_commas_nested_values() -> None:

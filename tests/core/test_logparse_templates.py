@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.logparse import LogParser, guess_version
-from spectui.core.records import (
+from spectui.core.log.parse import LogParser, guess_version
+from spectui.core.log.records import (
     DecodeSample,
     ErrorEvent,
     Milestone,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spectui.core.logparse import LogParser
-from spectui.core.metrics import MetricsTracker, ServerPhase
-from spectui.core.pipeline import Pipeline
+from spectui.core.log.parse import LogParser
+from spectui.core.log.metrics import MetricsTracker, ServerPhase
+from spectui.core.log.pipeline import Pipeline
 
 
 def track(lines: list[str], window: int = 200) -> MetricsTracker:
@@ -174,7 +174,7 @@ def test_a_failed_request_is_an_error_but_not_a_crash() -> None:
 
 
 def test_a_crash_loop_keeps_memory_flat_but_counts_every_launch() -> None:
-    from spectui.core import metrics
+    from spectui.core.log import metrics
 
     lines = []
     for _ in range(metrics.MAX_LAUNCHES_KEPT + 5):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core import resolve_rules as R
-from spectui.core.resolve import resolve
+from spectui.core.launch import resolution as R
+from spectui.core.launch.resolve import resolve
 
 LLAMA = "LlamaForCausalLM"
 DSV3 = "DeepseekV3ForCausalLM"

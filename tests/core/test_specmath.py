@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core import specmath
+from spectui.core.specdec import theory as specmath
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from typing import Any
 
 from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab
 
-from spectui.core.pipeline import Pipeline
-from spectui.core.rules import RuleEngine, load_rules
+from spectui.core.log.pipeline import Pipeline
+from spectui.core.rules.engine import RuleEngine, load_rules
 from spectui.ops.health import LaunchWatcher
 from spectui.sources.local import LocalHost
 

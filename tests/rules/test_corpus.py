@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.pipeline import Pipeline
-from spectui.core.rule_compile import load_rules
-from spectui.core.rule_examples import parse_launch
-from spectui.core.rules import RuleEngine
+from spectui.core.log.pipeline import Pipeline
+from spectui.core.rules.compile import load_rules
+from spectui.core.rules.examples import parse_launch
+from spectui.core.rules.engine import RuleEngine
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 RULES, _ = load_rules()

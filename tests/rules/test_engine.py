@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core import rule_match, rules
-from spectui.core.records import (
+from spectui.core.rules import match as rule_match
+
+from spectui.core.rules import engine as rules
+from spectui.core.log.records import (
     DecodeSample,
     ErrorEvent,
     Frame,
@@ -16,8 +18,8 @@ from spectui.core.records import (
     MilestoneKind,
     WarningEvent,
 )
-from spectui.core.rule_compile import Rule, load_file
-from spectui.core.rules import RuleEngine
+from spectui.core.rules.compile import Rule, load_file
+from spectui.core.rules.engine import RuleEngine
 
 CTX = LineContext()
 

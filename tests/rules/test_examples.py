@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.rule_compile import load_rules
-from spectui.core.rule_examples import run_example
+from spectui.core.rules.compile import load_rules
+from spectui.core.rules.examples import run_example
 
 RULES, ERRORS = load_rules()
 

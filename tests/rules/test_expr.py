@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core import ruleexpr
+from spectui.core.rules import expr as ruleexpr
 
 ALL = lambda name: True  # noqa: E731
 

@@ -10,7 +10,7 @@ import signal
 from textual.widgets import DataTable
 
 from spectui.commands.demorun import DemoRun
-from spectui.core.launch import parse_command
+from spectui.core.launch.command import parse_command
 from spectui.sim.scenarios import SCENARIOS
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from spectui.core import specmath
+from spectui.core.specdec import theory as specmath
 from spectui.ui.model import ConfigView, SeriesHistory
 from spectui.ui.widgets.sparkline import sparkline
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from spectui.core import ruleexpr
-from spectui.core.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, Record
-from spectui.core.rule_compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
-from spectui.core.rule_config import ConfigContext
-from spectui.core.rule_match import RECORD_TYPE, DecodeWindow, match_log, record_text, spec_math
-from spectui.core.rule_vocab import METRIC_NAMES
+from spectui.core.rules import expr as ruleexpr
+from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, Record
+from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
+from spectui.core.rules.config import ConfigContext
+from spectui.core.rules.match import RECORD_TYPE, DecodeWindow, match_log, record_text, spec_math
+from spectui.core.rules.vocab import METRIC_NAMES
 
 __all__ = ["Diagnosis", "Fix", "Rule", "RuleEngine", "load_rules"]
 

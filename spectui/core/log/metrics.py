@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from spectui.core.records import (
+from spectui.core.log.records import (
     DecodeSample,
     ErrorEvent,
     Milestone,

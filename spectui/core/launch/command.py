@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from spectui.core.shellwords import Token, placeholders_in, quote, split_commands, tokenize
+from spectui.core.launch.shellwords import Token, placeholders_in, quote, split_commands, tokenize
 from spectui.errors import CommandParseError
 
 if TYPE_CHECKING:
-    from spectui.core.catalogue import FlagCatalogue
+    from spectui.core.launch.catalogue import FlagCatalogue
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 _PY_OPTS_WITH_ARG = ("-X", "-W")

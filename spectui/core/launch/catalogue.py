@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from spectui.core.suggest import suggest_flags
+from spectui.core.launch.suggest import suggest_flags
 from spectui.core.versions import parse_version
 
 # Deprecation notices printed at parse time (exact text, as recorded from real runs).

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spectui.core.launch import LaunchCommand, parse_command
-from spectui.core.rule_compile import Rule
-from spectui.core.rules import Diagnosis, RuleEngine
+from spectui.core.launch.command import LaunchCommand, parse_command
+from spectui.core.rules.compile import Rule
+from spectui.core.rules.engine import Diagnosis, RuleEngine
 
 if TYPE_CHECKING:
-    from spectui.core.rule_schema import Example
+    from spectui.core.rules.schema import Example
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def example_lines(example: Example) -> list[str]:
 
 def run_example(rule: Rule, index: int, rules: Sequence[Rule] | None = None) -> ExampleResult:
     """Feed example `index` of `rule` through a Pipeline with `rules` (default: the rule alone)."""
-    from spectui.core.pipeline import Pipeline
+    from spectui.core.log.pipeline import Pipeline
 
     example = rule.examples[index]
     launch = parse_launch(example.launch) if example.launch else None

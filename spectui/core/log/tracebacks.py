@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from spectui.core.records import ErrorEvent, Frame, LineContext
+from spectui.core.log.records import ErrorEvent, Frame, LineContext
 
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<lineno>\d+), in (?P<func>.*)$')
 EXC_RE = re.compile(

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from spectui.core.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
-from spectui.core.explain import explain_argparse, explain_differences, explain_error
-from spectui.core.resolve_engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
-from spectui.core.serverfields import to_fields
+from spectui.core.launch.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
+from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
+from spectui.core.launch.engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
+from spectui.core.launch.serverfields import to_fields
 from spectui.core.versions import Version, parse_version, v
 
 SPEC_VIEW = (

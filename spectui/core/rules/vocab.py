@@ -1,5 +1,5 @@
 """The rule language's fixed vocabulary (categories, names expressions may read): no pydantic, so the
-engine and a cached rule set load without building the schema (spectui.core.rule_schema)."""
+engine and a cached rule set load without building the schema (spectui.core.rules.schema)."""
 
 from __future__ import annotations
 

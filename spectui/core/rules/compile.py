@@ -13,13 +13,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spectui.core import ruleexpr
-from spectui.core.records import MilestoneKind
-from spectui.core.rule_vocab import in_vocabulary
+from spectui.core.rules import expr as ruleexpr
+from spectui.core.log.records import MilestoneKind
+from spectui.core.rules.vocab import in_vocabulary
 from spectui.core.versions import version_tuple
 
 if TYPE_CHECKING:  # the pydantic schema is imported only when rule files are read (not for cached rules)
-    from spectui.core.rule_schema import Example, RuleModel
+    from spectui.core.rules.schema import Example, RuleModel
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}:]+)(?::([^{}]*))?\}")
 
@@ -128,7 +128,7 @@ class RuleLoadError(ValueError):
 
 def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
     """Compile a validated model; raises RuleLoadError(field, message) on a bad regex/expression/name."""
-    from spectui.core.rule_schema import ConfigClause, GroupClause, LogClause, MetricClause
+    from spectui.core.rules.schema import ConfigClause, GroupClause, LogClause, MetricClause
 
     captures = frozenset(_capture_names(model.match))
     counter = iter(range(10_000))
@@ -204,7 +204,7 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
 
 
 def _capture_names(clauses: Iterable[Any]) -> Iterable[str]:
-    from spectui.core.rule_schema import GroupClause, LogClause
+    from spectui.core.rules.schema import GroupClause, LogClause
 
     for clause in clauses:
         if isinstance(clause, GroupClause):
@@ -273,7 +273,7 @@ def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
 
     from pydantic import ValidationError
 
-    from spectui.core.rule_schema import RuleModel
+    from spectui.core.rules.schema import RuleModel
 
     try:
         text = path.read_text(encoding="utf-8")

@@ -11,11 +11,11 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from spectui.core import logtexts
-from spectui.core.logbulk import BulkRun, close_run, feed_region
-from spectui.core.logfields import BATCH_RE, MILESTONE_HINTS, make_decode, make_milestone, make_prefill
-from spectui.core.logprefix import split_prefix, strip_ansi
-from spectui.core.records import (
+from spectui.core.log import texts as logtexts
+from spectui.core.log.bulk import BulkRun, close_run, feed_region
+from spectui.core.log.fields import BATCH_RE, MILESTONE_HINTS, make_decode, make_milestone, make_prefill
+from spectui.core.log.prefix import split_prefix, strip_ansi
+from spectui.core.log.records import (
     ErrorEvent,
     LineContext,
     Milestone,
@@ -25,9 +25,9 @@ from spectui.core.records import (
     RecordKind,
     WarningEvent,
 )
-from spectui.core.tracebacks import EXC_RE, FRAME_RE, PendingEvent
-from spectui.core.versionguess import VersionHints, guess_version
-from spectui.core.versionhints import note_batch, note_milestone, note_prefix
+from spectui.core.log.tracebacks import EXC_RE, FRAME_RE, PendingEvent
+from spectui.core.log.versionguess import VersionHints, guess_version
+from spectui.core.log.versionhints import note_batch, note_milestone, note_prefix
 
 __all__ = ["LogParser", "guess_version", "VersionHints", "MAX_LINE_CHARS"]
 

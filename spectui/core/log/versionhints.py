@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from spectui.core.records import LineContext
-from spectui.core.versionguess import VersionHints
+from spectui.core.log.records import LineContext
+from spectui.core.log.versionguess import VersionHints
 
 # Decode/prefill fields that first appeared in a known release (REFERENCE §3.2 / §3.3).
 _FIELD_SINCE: tuple[tuple[str, tuple[int, ...]], ...] = (

@@ -6,13 +6,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from spectui.core.logparse import LogParser
-from spectui.core.metrics import MetricSnapshot, MetricsTracker, ServerPhase
-from spectui.core.records import Record
+from spectui.core.log.parse import LogParser
+from spectui.core.log.metrics import MetricSnapshot, MetricsTracker, ServerPhase
+from spectui.core.log.records import Record
 
 
 class Engine(Protocol):
-    """What Pipeline needs from spectui.core.rules.RuleEngine (typed loosely so either can land first)."""
+    """What Pipeline needs from spectui.core.rules.engine.RuleEngine (typed loosely so either can land first)."""
 
     def feed(self, records: Sequence[Record], snapshot: MetricSnapshot) -> list[Any]: ...
 

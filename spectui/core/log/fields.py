@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from spectui.core.records import DecodeSample, LineContext, Milestone, MilestoneKind, PrefillSample
-from spectui.core.serverargs import parse_server_args
+from spectui.core.log.records import DecodeSample, LineContext, Milestone, MilestoneKind, PrefillSample
+from spectui.core.log.serverargs import parse_server_args
 
 # "Decode batch." (≤0.5.3), "Decode batch [N]," (0.5.4 / SGLANG_LOG_FORWARD_ITERS), "Decode batch," (0.5.5+)
 # Not after a quote: a line quoting the format ('"Decode batch, ..."') is not a decode line.

@@ -1,6 +1,6 @@
 """The rule file format (one TOML file per rule): strict pydantic models and the fixed name vocabulary.
 
-A rule is data, never code: regexes, literal substrings and expressions in spectui.core.ruleexpr's tiny
+A rule is data, never code: regexes, literal substrings and expressions in spectui.core.rules.expr's tiny
 language, all checked when the file loads. Unknown keys are errors (extra="forbid").
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # The vocabulary lives in rule_vocab (no pydantic); re-exported here for existing importers.
-from spectui.core.rule_vocab import (  # noqa: F401
+from spectui.core.rules.vocab import (  # noqa: F401
     CAPTURE_NAMES,
     CATEGORIES,
     CONFIG_NAMES,

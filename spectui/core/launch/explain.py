@@ -6,12 +6,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spectui.core import resolve_rules as R
+from spectui.core.launch import resolution as R
 from spectui.core.versions import Version
 
 if TYPE_CHECKING:
-    from spectui.core.catalogue import FlagCatalogue
-    from spectui.core.resolve import FlagNote
+    from spectui.core.launch.catalogue import FlagCatalogue
+    from spectui.core.launch.resolve import FlagNote
 
 
 def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str:
@@ -66,7 +66,7 @@ def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str
 def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, Any],
                         warnings: Sequence[str], ver: Version) -> list[FlagNote]:
     """One note per value SGLang changed or chose for the speculative setup."""
-    from spectui.core.resolve import FlagNote
+    from spectui.core.launch.resolve import FlagNote
 
     notes: list[FlagNote] = []
     algo = effective.get("speculative_algorithm")
@@ -133,8 +133,8 @@ def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, An
 
 def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ()) -> list[FlagNote]:
     """Did-you-mean notes for an argparse error line (the text after "error: ")."""
-    from spectui.core.resolve import FlagNote
-    from spectui.core.suggest import FOREIGN_NOTES
+    from spectui.core.launch.resolve import FlagNote
+    from spectui.core.launch.suggest import FOREIGN_NOTES
 
     notes: list[FlagNote] = []
     if message.startswith("unrecognized arguments: "):
@@ -191,7 +191,7 @@ _AMBIGUOUS_MEANT = {
 
 
 def _unrecognized_note(flag: str, value: str | None, cands: list[str], why: str | None) -> FlagNote:
-    from spectui.core.resolve import FlagNote
+    from spectui.core.launch.resolve import FlagNote
 
     if flag == "--num-speculative-tokens" and value and value.isdigit() and cands:
         n = int(value)

@@ -23,7 +23,7 @@ import heapq
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from spectui.core.records import (
+from spectui.core.log.records import (
     DecodeSample,
     ErrorEvent,
     Milestone,
@@ -35,7 +35,7 @@ from spectui.core.records import (
 )
 
 if TYPE_CHECKING:
-    from spectui.core.logparse import LogParser
+    from spectui.core.log.parse import LogParser
 
 DECODE_MARK = b"] Decode batch"
 PREFILL_MARK = b"] Prefill batch"

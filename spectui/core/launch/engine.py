@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from spectui.core import resolve_rules as R
+from spectui.core.launch import resolution as R
 from spectui.core.versions import Version, v
 
 IPC_DEPRECATED = R.IPC_DEPRECATED

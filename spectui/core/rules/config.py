@@ -41,7 +41,8 @@ def crude_requested(args: tuple[str, ...] | list[str]) -> dict[str, object]:
 
 def resolve_launch(launch: Any, version: str | None) -> Any:
     """What the bundled SGLang release nearest `version` does with this launch (None if it cannot tell)."""
-    from spectui.core import catalogue, resolve
+    from spectui.core.launch import catalogue
+    from spectui.core.launch import resolve
 
     try:
         bundled, _warning = catalogue.pick_version(version)
