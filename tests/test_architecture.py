@@ -7,14 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_core_imports_no_ui_or_network_libraries() -> None:
     code = (
         "import sys, importlib, pkgutil, spectui.core as c\n"
-        "for m in pkgutil.iter_modules(c.__path__):\n"
-        "    importlib.import_module('spectui.core.' + m.name)\n"
+        "for m in pkgutil.walk_packages(c.__path__, 'spectui.core.'):\n"
+        "    importlib.import_module(m.name)\n"
         "bad = sorted(n for n in ('textual', 'rich', 'asyncssh', 'httpx', 'prometheus_client') if n in sys.modules)\n"
         "print(','.join(bad))\n"
     )
@@ -40,3 +42,65 @@ def test_help_is_fast_and_lazy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "", f"`spectui --help` imported {out.stdout.strip()}"
+
+
+def _import_cycles(package: str = "spectui") -> list[list[str]]:
+    """Strongly connected groups of spectui modules (every import counts: lazy and TYPE_CHECKING ones too)."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; the graph is small enough for recursion
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.find_modules_directly_imported_by(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles_inside_spectui() -> None:
+    assert _import_cycles() == []
+
+
+def test_cycle_finder_sees_a_cycle(tmp_path: Path) -> None:
+    pkg = tmp_path / "cyclepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from cyclepkg import b\n")
+    (pkg / "b.py").write_text("from cyclepkg import a\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert _import_cycles("cyclepkg") == [["cyclepkg.a", "cyclepkg.b"]]
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+MAX_MODULE_LINES = 420  # "no module over ~400 lines"
+
+
+def test_no_module_is_over_about_400_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "spectui").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

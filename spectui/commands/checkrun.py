@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from spectui.core.log.parse import guess_version
 from spectui.core.log.metrics import MetricSnapshot
+from spectui.core.log.parse import guess_version
 from spectui.core.log.pipeline import Pipeline
 from spectui.core.log.records import ErrorEvent, RecordKind, WarningEvent
 

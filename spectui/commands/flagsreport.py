@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spectui.core.launch.catalogue import load_catalogue, pick_version
-from spectui.core.launch.explain import error_fix
 from spectui.core.launch.command import LaunchCommand, parse_command
+from spectui.core.launch.explain import error_fix
 from spectui.core.launch.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
 from spectui.errors import CommandParseError
 

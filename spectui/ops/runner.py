@@ -12,8 +12,8 @@ from spectui.errors import HostError, RelaunchError, RulesError
 from spectui.ops import procs
 from spectui.ops.health import HealthOutcome, LaunchWatcher
 from spectui.ops.hostcmds import ProcEntry, check_pgid
+from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.plan import RelaunchPlan, new_log_path
-from spectui.ops.relaunch import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 
 ROLLBACK_HEALTH_MIN_S = 900.0
 _PHASE_STEPS = {"loading": Step.LOADING, "capturing": Step.CAPTURING}

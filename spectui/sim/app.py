@@ -24,8 +24,9 @@ from spectui.sim.http import Request, serve_connection
 from spectui.sim.knobs import SimKnobs
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import DecodeModel, SpecConfig
-from spectui.sim.routes import Routes, SimState
+from spectui.sim.routes import Routes
 from spectui.sim.startup import Startup
+from spectui.sim.state import SimState
 
 
 class _Crash(Exception):

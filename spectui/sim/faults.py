@@ -17,6 +17,10 @@ NCCL_HANG_S = 20.0  # simulated seconds of a stuck collective before the watchdo
 SITE = "/usr/local/lib/python3.12/dist-packages/sglang"
 
 
+class KnobError(ValueError):
+    """A `--sim-*` knob is unknown or has a bad value; the message is one line for the operator."""
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     name: str  # "oom-at-capture" | "crash-after" | "layer-mismatch" | "nccl-timeout"
@@ -24,8 +28,6 @@ class Fault:
 
     @classmethod
     def parse(cls, text: str) -> Fault:
-        from spectui.sim.knobs import KnobError
-
         name, _, count = text.replace("=", ":").partition(":")
         if name == "crash-after":
             if not count.isdigit():

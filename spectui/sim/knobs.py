@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spectui.core.launch.command import knob_len
-from spectui.sim.faults import FAULT_NAMES, Fault
+from spectui.sim.faults import FAULT_NAMES, Fault, KnobError
 
 DEFAULT_ALPHA = 0.8
 DEFAULT_BASELINE_TPS = 90.0
@@ -25,10 +25,6 @@ KNOB_HELP: dict[str, str] = {
     "--sim-model-arch": "architecture of the simulated target (default LlamaForCausalLM)",
     "--sim-seed": "random seed (default 0)",
 }
-
-
-class KnobError(ValueError):
-    """A `--sim-*` knob is unknown or has a bad value; the message is one line for the operator."""
 
 
 @dataclass(frozen=True, slots=True)

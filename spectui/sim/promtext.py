@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 if TYPE_CHECKING:
-    from spectui.sim.routes import SimState
+    from spectui.sim.state import SimState
 
 
 class _Collector:

@@ -5,32 +5,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 
-from spectui.sim.dpgroup import EngineGroup
 from spectui.sim.engine import SimRequest
 from spectui.sim.http import Request, Response, sse_event
-from spectui.sim.logfmt import LogFormat
 from spectui.sim.promtext import render_metrics
-
-
-@dataclass
-class SimState:
-    """What the endpoints need to know about the running simulated server."""
-
-    fmt: LogFormat
-    engine: EngineGroup
-    args: dict[str, object]  # every ServerArgs field, resolved
-    launch_argv: list[str]
-    write: Callable[[str], None]
-    max_total_tokens: int
-    context_len: int
-    ready: bool = False
-    started_at: float = field(default_factory=time.time)
-
-    @property
-    def model_name(self) -> str:
-        return str(self.args.get("served_model_name") or self.args.get("model_path"))
+from spectui.sim.state import SimState
 
 
 def _prompt_tokens(text: str) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import asyncssh
 
 from spectui.errors import HostKeyError
+from spectui.sources.ssherrors import host_error
 
 
 def resolve_destination(host: Any) -> tuple[str, int, str]:
@@ -40,14 +41,12 @@ def has_entry(known_hosts: str, hostname: str, port: int) -> bool:
 
 async def handle_untrusted_key(host: Any) -> None:
     """Called when the server's key is not trusted: raise HostKeyError, or record it (accept-new)."""
-    from spectui.sources.ssh import _host_error
-
     hostname, port, kh = resolve_destination(host)
     config = [host.options.ssh_config] if host.options.ssh_config else ()
     try:
         key = await asyncssh.get_server_host_key(host.host, host.port or (), config=config)
     except Exception as exc:
-        raise _host_error(exc, host.name) from None
+        raise host_error(exc, host.name) from None
     if key is None:
         raise HostKeyError(f"{host.name}: the server offered no host key; check the host")
     fp, alg = key.get_fingerprint("sha256"), key.get_algorithm()

@@ -13,15 +13,15 @@ import asyncio
 import contextlib
 import os
 import shlex
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import asyncssh
 
-from spectui.errors import AuthError, ConnectError, HostError, HostKeyError, RemoteCommandError
+from spectui.errors import ConnectError, RemoteCommandError
 from spectui.sources.base import FileStat, RunResult, check_result
+from spectui.sources.ssherrors import host_error as _host_error
 
 CONNECT_TIMEOUT = 10.0
 KEEPALIVE_INTERVAL = 5.0  # a stalled link is declared dead after 3 missed keepalives (15 s)
@@ -308,35 +308,3 @@ def _text(data: Any) -> str:
     if data is None:
         return ""
     return data.decode(errors="replace") if isinstance(data, bytes) else str(data)
-
-
-def _host_error(exc: BaseException, name: str) -> HostError:
-    """Map asyncssh/OS errors to one-line HostErrors that say what to do."""
-    if isinstance(exc, HostError):
-        return exc
-    if isinstance(exc, asyncssh.PermissionDenied):
-        return AuthError(
-            f"{name}: permission denied (publickey); pass the right key with -i FILE, load it into "
-            "ssh-agent, or check the user name"
-        )
-    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return HostKeyError(f"{name}: host key not trusted ({exc.reason}); check --known-hosts")
-    if isinstance(exc, ConnectionRefusedError):
-        return ConnectError(f"{name}: connection refused; is sshd running and is the port right?")
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return ConnectError(f"{name}: timed out connecting; is the host up and reachable?")
-    if isinstance(exc, socket.gaierror):
-        return ConnectError(f"{name}: unknown host name; check the spelling or your ssh config")
-    if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError)):
-        return ConnectError(f"{name}: connection lost ({_reason(exc)})")
-    if isinstance(exc, asyncssh.ChannelOpenError):
-        if "closed" in _reason(exc):
-            return ConnectError(f"{name}: connection lost ({_reason(exc)})")
-        return ConnectError(f"{name}: the server refused a channel ({_reason(exc)})")
-    if isinstance(exc, OSError):
-        return ConnectError(f"{name}: {exc.strerror or exc}; is the host up and reachable?")
-    return ConnectError(f"{name}: {_reason(exc)}")
-
-
-def _reason(exc: BaseException) -> str:
-    return str(getattr(exc, "reason", "") or exc or type(exc).__name__).splitlines()[0][:200]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spectui.core.log.parse import LogParser
 from spectui.core.log.metrics import MetricsTracker, ServerPhase
+from spectui.core.log.parse import LogParser
 from spectui.core.log.pipeline import Pipeline
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from spectui.core.log.pipeline import Pipeline
 from spectui.core.rules.compile import load_rules
-from spectui.core.rules.examples import parse_launch
 from spectui.core.rules.engine import RuleEngine
+from spectui.core.rules.examples import parse_launch
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 RULES, _ = load_rules()

@@ -6,9 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.rules import match as rule_match
-
-from spectui.core.rules import engine as rules
 from spectui.core.log.records import (
     DecodeSample,
     ErrorEvent,
@@ -18,6 +15,8 @@ from spectui.core.log.records import (
     MilestoneKind,
     WarningEvent,
 )
+from spectui.core.rules import engine as rules
+from spectui.core.rules import match as rule_match
 from spectui.core.rules.compile import Rule, load_file
 from spectui.core.rules.engine import RuleEngine
 

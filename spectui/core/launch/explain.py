@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spectui.core.launch import resolution as R
+from spectui.core.launch.notes import FlagNote
 from spectui.core.versions import Version
 
 if TYPE_CHECKING:
     from spectui.core.launch.catalogue import FlagCatalogue
-    from spectui.core.launch.resolve import FlagNote
 
 
 def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str:
@@ -66,7 +66,6 @@ def explain_error(type_: str, message: str, requested: Mapping[str, Any]) -> str
 def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, Any],
                         warnings: Sequence[str], ver: Version) -> list[FlagNote]:
     """One note per value SGLang changed or chose for the speculative setup."""
-    from spectui.core.launch.resolve import FlagNote
 
     notes: list[FlagNote] = []
     algo = effective.get("speculative_algorithm")
@@ -133,7 +132,6 @@ def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, An
 
 def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ()) -> list[FlagNote]:
     """Did-you-mean notes for an argparse error line (the text after "error: ")."""
-    from spectui.core.launch.resolve import FlagNote
     from spectui.core.launch.suggest import FOREIGN_NOTES
 
     notes: list[FlagNote] = []
@@ -191,7 +189,6 @@ _AMBIGUOUS_MEANT = {
 
 
 def _unrecognized_note(flag: str, value: str | None, cands: list[str], why: str | None) -> FlagNote:
-    from spectui.core.launch.resolve import FlagNote
 
     if flag == "--num-speculative-tokens" and value and value.isdigit() and cands:
         n = int(value)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spectui.core.launch.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
-from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
 from spectui.core.launch.engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
+from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
+from spectui.core.launch.notes import FlagNote
 from spectui.core.launch.serverfields import to_fields
 from spectui.core.versions import Version, parse_version, v
 
@@ -35,18 +36,6 @@ class ResolveError:
     message: str  # str(exception): "" for SGLang's bare assert
     explanation: str  # plain words: what to change
     raised_at: str | None = None  # SGLang function that raised
-
-
-@dataclass(frozen=True, slots=True)
-class FlagNote:
-    """One requested-vs-effective difference (or risk), explained; `fix` flags carry their dashes."""
-
-    code: str
-    severity: Literal["error", "warning", "info"]
-    title: str
-    explanation: str
-    fix_set: tuple[tuple[str, str], ...] = ()
-    fix_unset: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

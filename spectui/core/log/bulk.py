@@ -20,8 +20,9 @@ varying order, as they do in real logs (a fixed rank order never re-aligns).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from spectui.core.log.records import (
     DecodeSample,
@@ -34,8 +35,23 @@ from spectui.core.log.records import (
     WarningEvent,
 )
 
-if TYPE_CHECKING:
-    from spectui.core.log.parse import LogParser
+
+class LogParser(Protocol):
+    """What the bulk path needs of core.log.parse.LogParser (named here so bulk does not import parse)."""
+
+    bulk_run: BulkRun | None
+    bulk_tail: int
+    counts: dict[RecordKind, int]
+    segmenter: Callable[[bytes, int, int], list[Any] | None] | None
+
+    @property
+    def pending_event(self) -> Any: ...
+    @property
+    def next_line(self) -> int: ...
+    def feed_into(self, lines: Iterable[str], out: list[Record]) -> None: ...
+    def flush_into(self, out: list[Record]) -> None: ...
+    def advance(self, n: int) -> None: ...
+    def parse_sample(self, n: int, raw: str) -> Record | None: ...
 
 DECODE_MARK = b"] Decode batch"
 PREFILL_MARK = b"] Prefill batch"

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from spectui.core.log.parse import LogParser
 from spectui.core.log.metrics import MetricSnapshot, MetricsTracker, ServerPhase
+from spectui.core.log.parse import LogParser
 from spectui.core.log.records import Record
 
 

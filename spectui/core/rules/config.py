@@ -41,8 +41,7 @@ def crude_requested(args: tuple[str, ...] | list[str]) -> dict[str, object]:
 
 def resolve_launch(launch: Any, version: str | None) -> Any:
     """What the bundled SGLang release nearest `version` does with this launch (None if it cannot tell)."""
-    from spectui.core.launch import catalogue
-    from spectui.core.launch import resolve
+    from spectui.core.launch import catalogue, resolve
 
     try:
         bundled, _warning = catalogue.pick_version(version)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from spectui.core.rules import expr as ruleexpr
 from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, Record
+from spectui.core.rules import expr as ruleexpr
 from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
 from spectui.core.rules.config import ConfigContext
 from spectui.core.rules.match import RECORD_TYPE, DecodeWindow, match_log, record_text, spec_math

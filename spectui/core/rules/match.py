@@ -10,9 +10,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.core.specdec import theory as specmath
 from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, PrefillSample, Record, WarningEvent
 from spectui.core.rules.compile import CLog, CMetric
+from spectui.core.specdec import theory as specmath
 
 NOMINAL_DRAFT_COST = 0.1  # per drafted token, in target steps: a 1-layer draft on an ~8B target (SPECDEC §1.4)
 RECORD_TYPE = {ErrorEvent: "error", WarningEvent: "warning", Milestone: "milestone",
