@@ -1,0 +1,288 @@
+"""`spectui advise` model: predicted accept length and per-request speed by chain depth (pure, stdlib only).
+
+Accept length: spectui.core.specdec.fit (alpha_i = a1 r^(i-1), E[L](k) = 1 + sum_i prod_{j<=i} alpha_j).
+
+Cost (SPECDEC §1.4 serving model, topk 1, ndt = k + 1, batch B running requests):
+    t_round(k, B) = t_target + t_overhead + k * t_draft + (k + 1) * B * t_vtok      (speculative round)
+    t_base(B)     = t_target + B * t_vtok                                             (plain decode step)
+so t_round(k) = intercept + k * slope with slope = t_draft + B * t_vtok: verify work grows with depth times
+the running requests, which is the serving-reality note (at large B speed -> E[L]/(k+1) x baseline < 1).
+Per-request speed(k) = E[L](k) / t_round(k); no speculation runs at 1 / t_base.
+
+What the cost is inferred from, best first (`CostModel.source`):
+  measured  two or more depths with per-request tok/s: least-squares line through t_round = L / tps;
+  baseline  one depth and the no-spec per-request tok/s at the same concurrency: intercept = t_base,
+            slope = (t_round(k0) - t_base) / k0 (any fixed spec overhead is charged per step: conservative);
+  assumed   one depth, no baseline: t_round(k0) split with the prior relative step cost c(B) below;
+  prior     no speed at all: unit time, the same c(B); ranks depths, but tokens_per_s stays None.
+c(B) = (0.10 + 0.055 B) / (1 + 0.055 B): a 1-layer draft costs ~0.1 target step and every extra verify
+token ~0.055 (SPECDEC §1.4: vLLM #20780 fit, ~0.144 per step at bs 1); it reaches 0.67 at bs 32 and 0.8 at
+bs 64, where SGLang's adaptive defaults allow only steps {0, 1} and turn speculation off (§5.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spectui.core.specdec import fit as _fit
+from spectui.core.specdec.fit import Observation, expected_accept_len
+from spectui.errors import InputError
+
+__all__ = [
+    "Advice", "CostModel", "DepthVerdict", "ModelInfo", "Observed", "Prediction", "Recommendation",
+    "advise", "ceiling", "depth_advice", "expected_accept_len", "prior_step_cost",
+]
+
+PRIOR_DRAFT_COST = 0.10  # one draft forward, in target decode steps (SPECDEC §1.4)
+PRIOR_VERIFY_TOKEN_COST = 0.055  # one extra verify token per request, in target weight-read steps
+
+
+def prior_step_cost(batch: int | None) -> float:
+    """c(B): prior cost of one more chain step relative to a plain decode step at batch B."""
+    b = max(batch or 1, 1)
+    return (PRIOR_DRAFT_COST + b * PRIOR_VERIFY_TOKEN_COST) / (1.0 + b * PRIOR_VERIFY_TOKEN_COST)
+
+
+def ceiling(steps: int, topk: int = 1, draft_tokens: int | None = None) -> int:
+    """Most tokens one verify round can commit: 1 + min(steps, ndt - 1); topk 1 forces ndt = steps + 1."""
+    if steps <= 0:
+        return 1
+    if topk <= 1 or draft_tokens is None:
+        return steps + 1
+    return 1 + max(min(steps, draft_tokens - 1), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """A measurement at one chain depth: accept len, and optionally per-request tok/s there."""
+
+    steps: int
+    accept_len: float
+    tokens_per_s: float | None = None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    intercept: float  # seconds (or units) of a speculative round at k -> 0
+    slope: float  # per extra chain step
+    baseline_tps: float  # per-request tok/s without speculation (measured, or implied by the split)
+    source: str  # measured | baseline | assumed | prior
+    batch: int | None = None
+
+    @classmethod
+    def from_components(cls, t_target: float, t_draft: float, t_verify_tok: float, batch: int,
+                        t_overhead: float = 0.0) -> CostModel:
+        """The serving model's parameters directly (module docstring); source 'measured'."""
+        t_base = t_target + batch * t_verify_tok
+        return cls(t_base + t_overhead, t_draft + batch * t_verify_tok, 1.0 / t_base, "measured", batch)
+
+    def round_time(self, k: int) -> float:
+        return self.intercept + k * self.slope if k > 0 else 1.0 / self.baseline_tps
+
+    def speed(self, k: int, accept_len: float) -> float:
+        return 1.0 / self.round_time(0) if k <= 0 else accept_len / self.round_time(k)
+
+    @property
+    def known(self) -> bool:
+        return self.source != "prior"
+
+
+def infer_cost(observed: Sequence[Observed], baseline_tps: float | None, batch: int | None) -> CostModel:
+    """CostModel from the measurements, by the rules in the module docstring."""
+    rounds = [(o.steps, o.accept_len / o.tokens_per_s) for o in observed if o.tokens_per_s]
+    depths = {k for k, _ in rounds}
+    if len(depths) >= 2:
+        n = len(rounds)
+        mk, mt = sum(k for k, _ in rounds) / n, sum(t for _, t in rounds) / n
+        var = sum((k - mk) ** 2 for k, _ in rounds)
+        slope = max(sum((k - mk) * (t - mt) for k, t in rounds) / var, 0.0)
+        intercept = max(mt - slope * mk, 1e-12)
+        base = baseline_tps if baseline_tps else 1.0 / intercept
+        return CostModel(intercept, slope, base, "measured", batch)
+    if rounds:
+        k0 = rounds[0][0]
+        t0 = sum(t for _, t in rounds) / len(rounds)
+        if baseline_tps:
+            t_base = 1.0 / baseline_tps
+            return CostModel(t_base, max((t0 - t_base) / k0, 0.0), baseline_tps, "baseline", batch)
+        c = prior_step_cost(batch)
+        t_base = t0 / (1.0 + k0 * c)
+        return CostModel(t_base, c * t_base, 1.0 / t_base, "assumed", batch)
+    c = prior_step_cost(batch)
+    return CostModel(1.0, c, 1.0, "prior", batch)  # relative units: t_base = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    a1: float
+    r: float
+    observations: tuple[tuple[int, float], ...]
+    prior: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a1": round(self.a1, 4), "r": round(self.r, 4),
+                "observations": [[k, round(v, 4)] for k, v in self.observations], "prior": self.prior}
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    steps: int
+    accept_len: float
+    low: float
+    high: float
+    tokens_per_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"steps": self.steps, "accept_len": round(self.accept_len, 3),
+                               "low": round(self.low, 3), "high": round(self.high, 3)}
+        if self.tokens_per_s is not None:
+            out["tokens_per_s"] = round(self.tokens_per_s, 2)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """steps/topk/num_draft_tokens 0/0/0 (bench_speculative's baseline) = turn speculation off."""
+
+    steps: int
+    topk: int
+    num_draft_tokens: int
+    why: str
+
+    @property
+    def off(self) -> bool:
+        return self.steps == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": self.steps, "topk": self.topk, "num_draft_tokens": self.num_draft_tokens,
+                "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    model: ModelInfo
+    predicted: tuple[Prediction, ...]  # steps 1..max_steps
+    recommend: Recommendation
+    next_to_measure: int | None
+    cost: CostModel
+    speedup: float  # best option's speed / no-spec speed under `cost` (1.0 when off)
+
+    def row(self, steps: int) -> Prediction:
+        return self.predicted[steps - 1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model.to_json(), "predicted": [p.to_json() for p in self.predicted],
+                "recommend": self.recommend.to_json(), "next_to_measure": {"steps": self.next_to_measure}}
+
+
+def _validate(observed: Iterable[Observed | tuple]) -> list[Observed]:
+    out = []
+    for item in observed:
+        o = item if isinstance(item, Observed) else Observed(*item)
+        if not isinstance(o.steps, int) or o.steps < 1:
+            raise InputError(f"observed steps must be a whole number >= 1, got {o.steps!r}")
+        if not 1.0 <= o.accept_len <= o.steps + 1.01:
+            raise InputError(f"accept len {o.accept_len} is impossible at steps {o.steps}: "
+                             f"it lies between 1 and steps + 1 = {o.steps + 1}")
+        if o.tokens_per_s is not None and not o.tokens_per_s > 0:
+            raise InputError(f"tokens/s must be positive, got {o.tokens_per_s}")
+        out.append(Observed(o.steps, min(o.accept_len, o.steps + 1.0), o.tokens_per_s, o.weight))
+    if not out:
+        raise InputError("give at least one observed depth as STEPS:ACCEPT_LEN")
+    return out
+
+
+def _cost_note(cost: CostModel) -> str:
+    return {"measured": "round times measured at several depths",
+            "baseline": "round time measured at one depth against the no-spec baseline",
+            "assumed": f"one measured round split with an assumed step cost {prior_step_cost(cost.batch):.2f}"
+                       " (measure a no-spec baseline to know)",
+            "prior": f"no speed measured: assumed step cost {prior_step_cost(cost.batch):.2f} of a decode step"
+            }[cost.source]
+
+
+def _next_to_measure(rows: Sequence[Prediction], cost: CostModel, best: int, seen: set[int]) -> int | None:
+    """Among unobserved depths that could still beat the choice (optimistic speed, at `high`, above the
+    choice's pessimistic speed), the one with the highest optimistic speed; else the nearest unobserved."""
+    bar = cost.speed(0, 1.0) if best == 0 else cost.speed(best, rows[best - 1].low)
+    unseen = [p for p in rows if p.steps not in seen]
+    rivals = [p for p in unseen if cost.speed(p.steps, p.high) >= bar]
+    if rivals:
+        return min(rivals, key=lambda p: (-cost.speed(p.steps, p.high), abs(p.steps - best), p.steps)).steps
+    return min(unseen, key=lambda p: (abs(p.steps - best), p.steps)).steps if unseen else None
+
+
+def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float | None = None,
+           running: int | None = None, max_steps: int = 10, rel_noise: float = _fit.REL_NOISE) -> Advice:
+    """The whole `spectui advise` answer from observed depths (Observed or (steps, accept_len[, tps]))."""
+    obs = _validate(observed)
+    if max_steps < 1:
+        raise InputError("--max-steps must be >= 1")
+    if baseline_per_request_tps is not None and not baseline_per_request_tps > 0:
+        raise InputError(f"baseline tokens/s must be positive, got {baseline_per_request_tps}")
+    f = _fit.fit(Observation(o.steps, o.accept_len, o.weight) for o in obs)
+    band = _fit.intervals(f, max_steps, rel_noise)
+    cost = infer_cost(obs, baseline_per_request_tps, running)
+    rows = []
+    for k in range(1, max_steps + 1):
+        el = f.accept_len(k)
+        rows.append(Prediction(k, el, min(band[k][0], el), max(band[k][1], el),
+                               cost.speed(k, el) if cost.known else None))
+    best = max(rows, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
+    base_speed = cost.speed(0, 1.0)
+    ratio = cost.speed(best.steps, best.accept_len) / base_speed
+    note = _cost_note(cost)
+    if ratio <= 1.0:
+        rec = Recommendation(0, 0, 0, f"every depth 1-{max_steps} is predicted slower than no speculation"
+                                      f" (best: steps {best.steps} at {ratio:.2f}x); turn speculation off at"
+                                      f" this concurrency; {note}")
+        chosen, ratio = 0, 1.0
+    else:
+        chosen = best.steps
+        speed = f" {best.tokens_per_s:.1f} tok/s per request," if best.tokens_per_s is not None else ""
+        base = "no-spec baseline" if cost.source in ("measured", "baseline") else "modelled no-spec speed"
+        rec = Recommendation(chosen, 1, chosen + 1,
+                             f"steps {chosen} maximises predicted per-request speed:{speed} accept len"
+                             f" {best.accept_len:.2f} [{best.low:.2f}-{best.high:.2f}], {ratio:.2f}x the"
+                             f" {base}; {note}")
+    model = ModelInfo(f.a1, f.r, tuple((o.steps, o.accept_len) for o in f.observations), f.prior)
+    nxt = _next_to_measure(rows, cost, chosen, {o.steps for o in f.observations})
+    return Advice(model, tuple(rows), rec, nxt, cost, ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class DepthVerdict:
+    """Short depth advice for the rules: best steps (0 = off) and whether changing depth pays."""
+
+    current_steps: int
+    steps: int
+    accept_len: float | None  # predicted at `steps` (None when off)
+    low: float | None
+    high: float | None
+    direction: str  # deeper | shallower | keep | off
+    gain: float  # predicted speed at `steps` / at current_steps (same cost model)
+    speedup: float  # predicted speed at `steps` / no speculation
+    cost_source: str
+    why: str
+
+
+def depth_advice(observed_steps: int, observed_accept_len: float, per_request_tps: float | None = None,
+                 baseline_per_request_tps: float | None = None, running: int | None = None,
+                 max_steps: int = 10) -> DepthVerdict:
+    """The advisor applied to one observed depth (what a log's live config gives)."""
+    adv = advise([Observed(observed_steps, observed_accept_len, per_request_tps)], baseline_per_request_tps,
+                 running, max(max_steps, observed_steps))
+    cur = adv.row(observed_steps)
+    k = adv.recommend.steps
+    cur_speed = adv.cost.speed(observed_steps, cur.accept_len)
+    if k == 0:
+        return DepthVerdict(observed_steps, 0, None, None, None, "off", adv.cost.speed(0, 1.0) / cur_speed,
+                            1.0, adv.cost.source, adv.recommend.why)
+    row = adv.row(k)
+    direction = "keep" if k == observed_steps else ("deeper" if k > observed_steps else "shallower")
+    return DepthVerdict(observed_steps, k, row.accept_len, row.low, row.high, direction,
+                        adv.cost.speed(k, row.accept_len) / cur_speed, adv.speedup, adv.cost.source,
+                        adv.recommend.why)
