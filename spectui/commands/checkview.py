@@ -14,6 +14,7 @@ from rich.text import Text
 from spectui.commands.checkrun import CheckResult
 from spectui.core.log.metrics import MetricSnapshot, ServerPhase, Stat
 from spectui.core.log.records import RecordKind
+from spectui.core.text import terminal_safe_short
 
 _PHASE_STYLE = {
     ServerPhase.SERVING: "green", ServerPhase.READY: "green", ServerPhase.CRASHED: "bold red",
@@ -34,9 +35,8 @@ def _stat_row(table: Table, name: str, s: Stat, digits: int = 2) -> None:
 
 
 def _clean(text: str, limit: int = 200) -> Text:
-    # Log text is data: strip control characters, cap the width, never interpret markup.
-    safe = "".join(c if c.isprintable() else " " for c in text)
-    return Text(safe if len(safe) <= limit else safe[: limit - 1] + "…")
+    # Log text is data: escapes and controls dropped (core.text), width capped, never markup.
+    return Text(terminal_safe_short(text, limit))
 
 
 def _decode_table(s: MetricSnapshot) -> Table:

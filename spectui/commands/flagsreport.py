@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from spectui.core.launch.catalogue import load_catalogue, pick_version
 from spectui.core.launch.command import LaunchCommand, parse_command
 from spectui.core.launch.explain import error_fix
 from spectui.core.launch.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
+from spectui.core.text import terminal_safe
 from spectui.errors import CommandParseError
 
 
@@ -161,13 +161,9 @@ def _model_path(cmd: LaunchCommand, version: str) -> str | None:
     return None
 
 
-# C0, DEL, C1 (8-bit CSI/OSC) and bidi overrides: as ui.sanitize and watch drop them.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-
-
 def _clean(text: str) -> str:
-    """Log text is data: drop ANSI colour codes and control characters for display."""
-    return _CONTROL.sub("", re.sub(r"\x1b\[[0-9;]*m", "", text))
+    """Log text is data: escapes and control characters dropped for display (core.text)."""
+    return terminal_safe(text, None)
 
 
 def _fmt(value: Any) -> str:

@@ -5,20 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from spectui.core.log.pipeline import Pipeline
+from spectui.core.text import terminal_safe
 from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
 from spectui.sources.base import ConnState, TailLines
 from spectui.sources.follow import EventBuilder, follow, make_engine
 from spectui.sources.target import Target, open_host, parse_target
 
-# Log text is data: no terminal escapes. C0, DEL, C1 (8-bit CSI/OSC/DCS) and bidi overrides (they reorder
-# what follows on the line), as ui.sanitize drops them.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 
@@ -58,7 +55,7 @@ class Printer:
 
 
 def _clean(text: str) -> str:
-    return _CONTROL.sub("?", text)
+    return terminal_safe(text, None)  # log text is data: core.text drops escapes and controls
 
 
 def _num(v: Any, fmt: str) -> str:

@@ -41,6 +41,9 @@ _PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
 _HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*:\s*$")
 
 
+_SGR_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 class LogParser:
     """Feed lines (or bytes); get records. One instance per stream (it holds traceback state)."""
 
@@ -210,8 +213,11 @@ class LogParser:
             raw = raw[:-1]
         if len(raw) > MAX_LINE_CHARS:
             raw = raw[:MAX_LINE_CHARS]
-        colored = "\x1b" in raw
-        if colored:
+        colored = False
+        if "\x1b" in raw:
+            # Coloured (SGR) means a logger wrote it; any other escape (an OSC hyperlink, a title) is
+            # just removed: it must not make a traceback's exception line a record of its own.
+            colored = _SGR_RE.search(raw) is not None
             raw = strip_ansi(raw)
         p = split_prefix(raw)
         msg = p.msg

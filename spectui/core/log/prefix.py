@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass
 
 from spectui.core.log.records import LineContext
-
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from spectui.core.text import strip_escapes
 
 # Wrappers put in front of SGLang's own prefix by whatever collected the log; stripped first.
 # Ray: "(SchedulerActor pid=123, ip=10.0.0.1) "; docker compose: "llm0-1  | "; k8s / log collectors:
@@ -64,7 +63,7 @@ class Prefixed:
 
 
 def strip_ansi(line: str) -> str:
-    return ANSI_RE.sub("", line) if "\x1b" in line else line
+    return strip_escapes(line)
 
 
 def strip_container(line: str) -> str:

@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from spectui.ui.sanitize import sanitize
+from spectui.core.text import terminal_safe as sanitize
 
 KIND_STYLES: dict[str, Style] = {
     "decode": Style(color="green"),

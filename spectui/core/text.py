@@ -1,0 +1,62 @@
+"""Text from a log or a host, made safe for a terminal: the one cleaner every human view and the UI use.
+
+Log text is data. Whatever bytes a server (or an attacker) writes, a screen must only ever show those bytes
+as text: escape sequences are removed (never interpreted) — CSI, OSC, DCS/SOS/PM/APC, in their 7-bit
+(ESC-introduced) and 8-bit (C1) forms — then C0 and C1 controls, DEL, NUL, bidi embeddings/overrides/
+isolates and the BOM are dropped, tabs are expanded and an over-long line is cut with a note of what was
+not shown. The original stays in the log file; this is the display copy.
+
+`strip_escapes` is the first half alone (the parser uses it so that a coloured or hyperlinked line reads
+like a plain one: an OSC hyperlink on an exception line must not split a traceback in two).
+"""
+
+from __future__ import annotations
+
+import re
+
+DISPLAY_CAP = 2000  # characters kept for display; the rest is summarised in a suffix
+
+# 7-bit: CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC (ESC P|X|^|_ ...
+# ST), any other two-character escape (ESC + one byte from @ to _ or a charset designator), a lone ESC.
+# 8-bit: the same introducers as single C1 code points (CSI 0x9b, OSC 0x9d, DCS 0x90, SOS 0x98, PM 0x9e,
+# APC 0x9f), terminated by BEL or ST (ESC \ or 0x9c). An unterminated string runs to the end of the line,
+# as a terminal would swallow it.
+_ESCAPES = re.compile(
+    "\x1b\\[[0-?]*[ -/]*[@-~]?"
+    "|\x1b\\][^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
+    "|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\\\|\x9c)?"
+    "|\x1b[ -/]*[0-~]?"
+    "|\x9b[0-?]*[ -/]*[@-~]?"
+    "|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
+    "|[\x90\x98\x9e\x9f][^\x1b\x9c]*(?:\x1b\\\\|\x9c)?"
+)
+_HAS_ESCAPE = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+# C0 controls (tab handled apart), DEL, C1 controls, bidi embedding/override/isolate marks, and the
+# BOM / zero-width no-break space: each changes what *other* text looks like.
+_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def strip_escapes(text: str) -> str:
+    """`text` without terminal escape sequences (every other character kept)."""
+    if "\x1b" not in text and (text.isascii() or not _HAS_ESCAPE.search(text)):
+        return text
+    return _ESCAPES.sub("", text)
+
+
+def terminal_safe(text: str, cap: int | None = DISPLAY_CAP, *, tabs: int = 4) -> str:
+    """The display form of `text`: plain printable text, at most about `cap` characters (None: no cap)."""
+    text = strip_escapes(text)
+    suffix = ""
+    if cap is not None and len(text) > cap:
+        suffix = f" … [+{len(text) - cap:,} chars not shown]"
+        text = text[:cap]
+    text = _CONTROLS.sub("", text)
+    if "\t" in text:
+        text = text.expandtabs(tabs)
+    return text + suffix
+
+
+def terminal_safe_short(text: str, limit: int) -> str:
+    """`terminal_safe` for a table cell: one line of at most `limit` characters, cut with an ellipsis."""
+    safe = terminal_safe(text, None)
+    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
