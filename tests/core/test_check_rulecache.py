@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spectui.commands.checkrules import load_rules_cached
+from spectui.commands.check.rules import load_rules_cached
 from spectui.core.rules.engine import load_rules
 
 RULE = '''id = "USR001"
@@ -32,7 +32,7 @@ def test_second_load_comes_from_the_cache_without_pydantic(tmp_path: Path) -> No
     script = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from spectui.commands.checkrules import load_rules_cached\n"
+        "from spectui.commands.check.rules import load_rules_cached\n"
         "rules, errors = load_rules_cached([], Path(sys.argv[1]))\n"
         "print(json.dumps({'pydantic': 'pydantic' in sys.modules, 'ids': sorted(r.id for r in rules)}))\n"
     )
@@ -97,7 +97,7 @@ def test_a_planted_cache_file_cannot_run_code(tmp_path) -> None:
     import os
     import pickle
 
-    from spectui.commands.checkrules import cache_key, load_rules_cached
+    from spectui.commands.check.rules import cache_key, load_rules_cached
 
     load_rules_cached((), cache_dir=tmp_path)  # writes the real cache
     (cache_file,) = tmp_path.glob("rules-*.pickle")

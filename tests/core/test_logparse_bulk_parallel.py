@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_logparse_bulk import make_log  # same directory (pytest puts it on sys.path)
 
-from spectui.commands import checkpar
-from spectui.commands.checkrun import check_stream
+from spectui.commands.check import par as checkpar
+from spectui.commands.check.scan import check_stream
 from spectui.core.log.pipeline import Pipeline
 
 
@@ -100,7 +100,7 @@ def test_worker_does_not_outlive_a_killed_check(tmp_path: Path) -> None:
     path.write_bytes(make_log(5, 2000))
     script = (
         "import os, sys, time\n"
-        "from spectui.commands.checkpar import ParallelSegments\n"
+        "from spectui.commands.check.par import ParallelSegments\n"
         "f = open(sys.argv[1], 'rb')\n"
         "seg = ParallelSegments(f.fileno(), os.fstat(f.fileno()).st_size, 4096)\n"
         "seg._pool.submit(time.sleep, 60)  # keep the worker busy: an idle one would also see its pipe close\n"

@@ -1,6 +1,6 @@
 """Benchmark the simulator the way a user would: a streaming client's tok/s against the tok/s in the log.
 
-Usage: python bench/bench_sim.py [--requests 3] [--tokens 200]
+Usage: python perf/perf_sim.py [--requests 3] [--tokens 200]
 For the seed incident's three launches (no speculation, topk 1 / 16 draft tokens / 1 step, and 15 steps)
 it starts `python -m spectui.sim` at time scale 1 (real time), streams requests one at a time with httpx,
 and prints the client-measured tok/s, the mean `gen throughput` and `accept len` of the Decode lines,

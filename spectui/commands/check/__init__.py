@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spectui.commands.checkrun import CheckInputError, check_stream, open_input
+    from spectui.commands.check.scan import CheckInputError, check_stream, open_input
 
     try:
         stream, name = open_input(args.path)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
     else:
-        from spectui.commands.checkview import render
+        from spectui.commands.check.view import render
 
         render(result, name)
     return 1 if any(_severity(d) == "error" for d in result.diagnoses) else 0
@@ -65,8 +65,8 @@ def _build_engine(args: argparse.Namespace) -> Any:
     """The rule engine: built-in rules, the user's ($XDG_CONFIG_HOME/spectui/rules) and --rules DIRs."""
     from pathlib import Path
 
-    from spectui.commands.checkrules import load_rules_cached
-    from spectui.commands.checkrun import CheckInputError
+    from spectui.commands.check.rules import load_rules_cached
+    from spectui.commands.check.scan import CheckInputError
     from spectui.core.rules.engine import RuleEngine, default_rule_dirs
     from spectui.errors import CommandParseError
 

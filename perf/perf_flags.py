@@ -1,6 +1,6 @@
 """Benchmark the flag resolver and `spectui flags` against baselines measured in the same run.
 
-Usage: python bench/bench_flags.py
+Usage: python perf/perf_flags.py
 1. resolve() over every recorded launch (tests/data/resolution, 5 x 858) vs argparse alone parsing the
    same argv with the same catalogue parser: the ratio is the cost of the rules on top of argparse.
 2. `spectui flags --json -- <seed command>` wall time vs `python3 -c pass` (interpreter start-up).

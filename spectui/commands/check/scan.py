@@ -124,7 +124,7 @@ def check_stream(stream: IO[bytes], *, engine: Any = None, chunk_size: int = CHU
                  parallel: bool = True, steal: bool = True) -> CheckResult:
     """`parallel`: on a big regular file, a forked worker counts chunks from the end (checkpar); with
     `steal` this process counts the chunks the worker has not started when it gets to them."""
-    from spectui.commands.checkpar import parallel_for
+    from spectui.commands.check.par import parallel_for
 
     pipe = Pipeline(engine=engine, bulk=True)
     par = parallel_for(stream, chunk_size, steal=steal) if parallel else None

@@ -1,7 +1,7 @@
 """Bench `spectui watch` over loopback SSH: append->event latency vs plain `ssh host tail -F`; a burst.
 
-    python3 bench/bench_watch.py                      # latency (300 lines) + 20k lines/s for 60 s
-    python3 bench/bench_watch.py --burst-seconds 10   # shorter burst
+    python3 perf/perf_watch.py                      # latency (300 lines) + 20k lines/s for 60 s
+    python3 perf/perf_watch.py --burst-seconds 10   # shorter burst
 
 Starts a throwaway OpenSSH sshd on 127.0.0.1 (tests/sshd_harness.py). Latency: a real-format
 `Decode batch` line is appended every 20 ms; for spectui the clock stops when its `decode` event for that

@@ -1,6 +1,6 @@
 """Cockpit responsiveness: key latency while a 5k lines/s log streams in, and idle CPU on a quiet log.
 
-    python3 bench/bench_ui.py [--seconds S]
+    python3 perf/perf_ui.py [--seconds S]
 
 Prints figures and ratios against baselines measured in the same run (no traffic; `tail -F` on the same
 quiet file). The app runs headless (Textual's run_test), with the real pipeline, rules and LogTail.

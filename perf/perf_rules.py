@@ -2,7 +2,7 @@
 
 Generates a realistic 0.5.6-format log in memory (decode lines from 2 DP ranks, prefill and access lines,
 a few warnings, one crash), feeds it in tail-sized batches (500 lines) and prints both times and the
-ratio. Run: python bench/bench_rules.py [LINES]
+ratio. Run: python perf/perf_rules.py [LINES]
 """
 
 from __future__ import annotations

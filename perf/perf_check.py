@@ -1,7 +1,7 @@
 """Benchmark `spectui check` against `grep -c 'Decode batch'` on a generated ~1 GB SGLang-format log.
 
-Usage: python bench/bench_check.py [--size-mb 1024] [--keep]
-Writes bench/out/big.log (gitignored), runs both on the same file in the same run (file in page cache
+Usage: python perf/perf_check.py [--size-mb 1024] [--keep]
+Writes perf/out/big.log (gitignored), runs both on the same file in the same run (file in page cache
 for both: grep runs first once to warm it), and prints both times, the ratio and spectui's peak RSS;
 for context also check in one process (SPECTUI_CHECK_PARALLEL=0) and its start-up time alone.
 """
@@ -103,7 +103,7 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, st
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--keep", action="store_true", help="keep bench/out/big.log afterwards")
+    ap.add_argument("--keep", action="store_true", help="keep perf/out/big.log afterwards")
     ap.add_argument("--runs", type=int, default=3, help="best of N runs of each (default 3)")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from spectui.commands.checkrun import CheckResult
+from spectui.commands.check.scan import CheckResult
 from spectui.core.log.metrics import MetricSnapshot, ServerPhase, Stat
 from spectui.core.log.records import RecordKind
 from spectui.core.text import terminal_safe_short
