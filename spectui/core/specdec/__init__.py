@@ -1,0 +1,25 @@
+"""The theory of speculative decoding: accept-length ceilings and rates (theory), the acceptance and cost
+model fitted to what was measured and the advice it gives (fit, advisor).
+
+Callers outside this package import these names from here.
+"""
+
+from spectui.core.specdec.advisor import (
+    Advice,
+    CostModel,
+    DepthVerdict,
+    ModelInfo,
+    Observed,
+    Prediction,
+    Recommendation,
+    advise,
+    ceiling,
+    depth_advice,
+    prior_step_cost,
+)
+from spectui.core.specdec.fit import expected_accept_len, fit
+
+__all__ = [
+    "Advice", "CostModel", "DepthVerdict", "ModelInfo", "Observed", "Prediction", "Recommendation", "advise",
+    "ceiling", "depth_advice", "expected_accept_len", "fit", "prior_step_cost",
+]
