@@ -1,0 +1,133 @@
+"""fleet without processes: per-instance folding of SGLang's series, diagnoses, order, Prometheus error shapes."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from spectui.fleet import (
+    Baselines,
+    FleetInputError,
+    InstanceMetrics,
+    PrometheusClient,
+    PrometheusError,
+    Sample,
+    collect,
+    diagnose,
+    normalize_selector,
+    normalize_url,
+)
+from spectui.fleet.metrics import fold
+
+
+def s(name: str, value: float, **labels: str) -> Sample:
+    return Sample({"__name__": f"sglang:{name}", "job": "sglang", "instance": "h:1", **labels}, value)
+
+
+def test_dp_ranks_sum_and_weighted_accept_len() -> None:
+    samples = [
+        s("gen_throughput", 300.0, dp_rank="0", tp_rank="0"), s("gen_throughput", 100.0, dp_rank="1", tp_rank="4"),
+        s("spec_accept_length", 3.0, dp_rank="0", tp_rank="0"), s("spec_accept_length", 1.0, dp_rank="1", tp_rank="4"),
+        s("num_running_reqs", 10, dp_rank="0", tp_rank="0"), s("num_running_reqs", 6, dp_rank="1", tp_rank="4"),
+        s("num_queue_reqs", 1, dp_rank="0", tp_rank="0"), s("num_queue_reqs", 2, dp_rank="1", tp_rank="4"),
+        s("spec_num_steps", 3, dp_rank="0", tp_rank="0"),
+    ]
+    m = fold(InstanceMetrics("sglang", "h:1", up=True), samples)
+    assert m.gen_tokens_per_s == 400.0 and m.running == 16 and m.queued == 3 and m.ranks == 2
+    assert m.accept_len == pytest.approx(2.5)  # (3*300 + 1*100) / 400
+    assert m.ceiling == 4 and m.speculative
+
+
+def test_same_batch_schedulers_are_averaged_not_summed() -> None:
+    # --enable-metrics-for-all-schedulers: TP0 and TP1 of one DP group report the same batch
+    samples = [s("gen_throughput", 200.0, tp_rank="0"), s("gen_throughput", 200.0, tp_rank="1"),
+               s("num_running_reqs", 8, tp_rank="0"), s("num_running_reqs", 8, tp_rank="1")]
+    m = fold(InstanceMetrics("sglang", "h:1", up=True), samples)
+    assert m.gen_tokens_per_s == 200.0 and m.running == 8 and m.ranks == 1
+
+
+def test_zero_accept_len_means_no_speculation() -> None:
+    m = fold(InstanceMetrics("sglang", "h:1", up=True),
+             [s("gen_throughput", 90.0), s("spec_accept_length", 0.0), s("spec_accept_rate", 0.0)])
+    assert not m.speculative and m.accept_len is None and m.accept_rate is None
+    assert [d.rule for d in diagnose(m)] == ["FLEET003"]
+    idle = fold(InstanceMetrics("sglang", "h:1", up=True), [s("spec_accept_length", 0.0), s("spec_num_steps", 5)])
+    assert idle.speculative and idle.accept_len is None and [d.rule for d in diagnose(idle)] == ["FLEET004"]
+
+
+def test_low_accept_against_ceiling_and_baseline() -> None:
+    deep = InstanceMetrics("sglang", "h:1", up=True, accept_len=1.6, steps=7, running=4, gen_tokens_per_s=80.0,
+                           metric_names=frozenset({"sglang:gen_throughput"}), baseline_tps=90.0)
+    cats = [(d.category, d.severity) for d in diagnose(deep)]
+    assert cats == [("spec-slower-than-baseline", "error"), ("low-accept-length", "warning")]
+    useless = InstanceMetrics("sglang", "h:1", up=True, accept_len=1.05,
+                              metric_names=frozenset({"sglang:gen_throughput"}))
+    assert [(d.rule, d.severity) for d in diagnose(useless)] == [("FLEET005", "error")]
+    assert deep.rule_values()["saturation"] == pytest.approx(0.6 / 7)
+
+
+def test_selector_and_url_normalisation() -> None:
+    assert normalize_selector('{job="sglang"}') == 'job="sglang"'
+    assert normalize_selector(' job="a", ') == 'job="a"'
+    assert normalize_selector(None) == ""
+    for bad in ('up{job="a"}', '{job="a"'):
+        with pytest.raises(FleetInputError):
+            normalize_selector(bad)
+    assert normalize_url("prom:9090/") == "http://prom:9090"
+    with pytest.raises(FleetInputError):
+        normalize_url("ftp://x")
+
+
+def _client(handler) -> PrometheusClient:
+    return PrometheusClient("http://prom.test:9090", transport=httpx.MockTransport(handler))
+
+
+def _vector(*items: tuple[dict, float]) -> dict:
+    return {"status": "success", "data": {"resultType": "vector",
+                                          "result": [{"metric": m, "value": [1.0, str(v)]} for m, v in items]}}
+
+
+def test_prometheus_error_envelopes() -> None:
+    def bad_data(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, json={"status": "error", "errorType": "bad_data",
+                                         "error": '1:4: parse error: unexpected "}"'})
+
+    with pytest.raises(FleetInputError, match="--selector .*rejects the query: 1:4: parse error"):
+        collect(_client(bad_data), "job=")
+
+    def timeout(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"status": "error", "errorType": "timeout", "error": "query timed out"})
+
+    with pytest.raises(PrometheusError, match="timeout: query timed out"):
+        collect(_client(timeout), 'job="a"')
+
+    def html(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, text="<html>not found</html>")
+
+    with pytest.raises(FleetInputError, match="does not look like a Prometheus server"):
+        collect(_client(html), "")
+
+
+def test_old_release_without_gen_throughput_uses_counter_rate() -> None:
+    labels = {"job": "sglang", "instance": "h:1"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        q = request.url.params["query"]
+        if q.startswith("up"):
+            return httpx.Response(200, json=_vector(({"__name__": "up", **labels}, 1)))
+        if q.startswith("{__name__"):
+            return httpx.Response(200, json=_vector(({"__name__": "sglang:num_running_reqs", **labels}, 3),
+                                                    ({"__name__": "sglang:spec_accept_length", **labels}, 2.2)))
+        if q.startswith("sum by (job, instance) (rate(sglang:generation_tokens_total"):
+            return httpx.Response(200, json=_vector((labels, 250.0)))
+        return httpx.Response(200, json=_vector())
+
+    snap = collect(_client(handler), 'job="sglang"', baselines=Baselines(per_instance={"h:1": 100.0}))
+    (entry,) = snap.entries
+    assert entry.metrics.gen_tokens_per_s == 250.0 and entry.metrics.gen_tokens_source == "rate"
+    assert entry.metrics.accept_rate is None and entry.metrics.ceiling is None  # names of later releases
+    doc = json.loads(json.dumps(snap.to_json()))
+    assert doc["instances"][0]["accept_len"] == 2.2 and doc["instances"][0]["diagnoses"] == []
+    assert snap.exit_code == 0
