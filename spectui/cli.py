@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("spectui.commands.watch", "follow a live log headlessly, print events (JSONL)"),
     "relaunch": ("spectui.commands.relaunch", "restart the server with edited flags (diff, verdict, confirm)"),
     "rules": ("spectui.commands.rules", "list, explain and test the diagnosis rules"),
+    "fleet": ("spectui.commands.fleet", "every SGLang server a Prometheus scrapes, worst first"),
 }
 
 
