@@ -44,6 +44,7 @@ class FlagsReport:
                    "raised_at": res.error.raised_at}
         return {
             "sglang_version": res.version, "catalogue_version": res.catalogue_version,
+            "catalogue": res.catalogue.to_json() if res.catalogue is not None else None,
             "program": " ".join(self.command.program), "env": dict(self.command.env),
             "requested": res.requested, "outcome": res.outcome, "argparse_error": res.argparse_error,
             "error": err, "effective": self.effective_view(), "warnings": res.warnings,
@@ -174,6 +175,10 @@ def render_human(report: FlagsReport) -> str:
     res, cmd = report.resolution, report.command
     arch = report.model_arch or "unknown"
     lines = [f"SGLang {res.version} · {' '.join(cmd.program)} · target {arch} ({report.arch_source})"]
+    if res.catalogue is not None:
+        pick = res.catalogue
+        how = f"{pick.source}, exact" if pick.exact else f"not exact: {pick.why}"
+        lines.append(f"flags judged with catalogue {pick.version} ({_clean(how)})")
     if cmd.env:
         lines.append("env: " + " ".join(f"{k}={_clean(v)}" for k, v in cmd.env))
     lines.append("")

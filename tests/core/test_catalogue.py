@@ -14,11 +14,12 @@ import pytest
 
 from spectui.core.launch.catalogue import (
     ArgparseFailure,
-    catalogue_from_help,
     known_versions,
     load_catalogue,
+    pick_catalogue,
     pick_version,
 )
+from spectui.core.launch.helpcatalogue import catalogue_from_help
 
 
 def _fail(version: str, args: list[str], prog: str = "launch_server") -> str:
@@ -27,20 +28,70 @@ def _fail(version: str, args: list[str], prog: str = "launch_server") -> str:
     return exc.value.message
 
 
-def test_known_versions_bundled_oldest_first() -> None:
-    assert known_versions() == ["0.4.10.post2", "0.5.2", "0.5.4.post3", "0.5.6.post2", "0.5.10", "0.5.23"]
+SHARED_RELEASES = 62  # every SGLang release on PyPI from 0.4.6 to 0.5.23 (spectui/data/catalogues/README.md)
 
 
-@pytest.mark.parametrize("asked, picked, warns", [
-    (None, "0.5.23", False), ("0.5.6.post2", "0.5.6.post2", False), ("0.5.6", "0.5.6.post2", True),
-    ("0.5.5", "0.5.4.post3", True), ("0.5.9", "0.5.6.post2", True), ("0.5.30", "0.5.23", True),
-    ("v0.5.10", "0.5.10", False),
+def test_known_versions_every_release_oldest_first() -> None:
+    known = known_versions()
+    assert len(known) == SHARED_RELEASES
+    assert known[0] == "0.4.6" and known[-1] == "0.5.23"
+    for must in ("0.4.10.post2", "0.5.1.post3", "0.5.10.post1", "0.5.12", "0.5.15", "0.5.19", "0.5.20"):
+        assert must in known
+
+
+@pytest.mark.parametrize("version", known_versions())
+def test_every_shipped_catalogue_loads_and_rebuilds_its_parser(version: str) -> None:
+    cat = load_catalogue(version)
+    assert cat.version == version and len(cat.specs) > 100
+    parsed = cat.parse_args(["--model-path", "m"], "launch_server")
+    assert parsed.given == {"model_path": "m"}
+    assert "usage: launch_server" in cat.format_usage("launch_server")
+
+
+@pytest.mark.parametrize("asked, picked, exact", [
+    (None, "0.5.23", True), ("0.5.6.post2", "0.5.6.post2", True), ("0.5.6", "0.5.6", True),
+    ("0.5.20", "0.5.20", True), ("v0.5.10", "0.5.10", True), ("0.5.10.post1", "0.5.10.post1", True),
+    ("0.5.10.post3", "0.5.10.post1", False), ("0.5.19.dev410+gedff717ef", "0.5.19", False),
+    ("0.5.30", "0.5.23", False), ("0.6.0", "0.5.23", False),
 ])
-def test_pick_version_falls_back_to_nearest_at_or_below(asked: str | None, picked: str, warns: bool) -> None:
+def test_pick_version_exact_else_same_line_else_nearest_older(asked: str | None, picked: str, exact: bool) -> None:
     version, warning = pick_version(asked)
-    assert version == picked and (warning is not None) == warns
+    assert version == picked and (warning is None) == exact
+    pick = pick_catalogue(asked)
+    assert (pick.version, pick.exact) == (picked, exact) and pick.why
+    assert pick.to_json() == {"version": picked, "exact": exact, "why": pick.why, "source": "bundled"}
     if warning:
-        assert picked in warning
+        assert picked in warning and "not bundled" in warning
+
+
+# Ambiguity boundaries, read off the catalogues: --cuda-graph-max-bs is a unique flag up to 0.5.19 and an
+# ambiguous prefix of --cuda-graph-max-bs-decode / -prefill from 0.5.20; --speculative-draft is ambiguous
+# from 0.5.2 (--speculative-draft-model-path / --speculative-draft-model-revision).
+@pytest.mark.parametrize("flag, value, first_ambiguous", [
+    ("--cuda-graph-max-bs", "16", "0.5.20"), ("--speculative-draft", "d", "0.5.2"),
+])
+def test_flag_judged_from_the_release_it_became_ambiguous(flag: str, value: str, first_ambiguous: str) -> None:
+    from spectui.core.versions import parse_version
+
+    for version in known_versions():
+        ambiguous = parse_version(version) >= parse_version(first_ambiguous)
+        try:
+            load_catalogue(version).parse_args(["--model-path", "m", flag, value], "launch_server")
+            got = False
+        except ArgparseFailure as exc:
+            assert exc.message.startswith(f"ambiguous option: {flag} could match "), version
+            got = True
+        assert got == ambiguous, version
+
+
+def test_0520_cuda_graph_max_bs_is_an_error_not_judged_with_0510() -> None:
+    from spectui.core.launch.resolve import resolve
+
+    res = resolve(["--model-path", "m", "--cuda-graph-max-bs", "16"], "0.5.20")
+    assert res.outcome == "argparse_error" and res.catalogue_version == "0.5.20"
+    assert res.argparse_error == ("ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, "
+                                  "--cuda-graph-max-bs-prefill")
+    assert resolve(["--model-path", "m", "--cuda-graph-max-bs", "16"], "0.5.19").outcome == "ok"
 
 
 @pytest.mark.parametrize("bad", ["banana", "0.3.0", "5", "latest-ish"])

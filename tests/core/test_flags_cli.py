@@ -122,10 +122,22 @@ def test_unknown_architecture_is_said() -> None:
     assert any("target architecture unknown" in n for n in doc["notes"])
 
 
-def test_version_fallback_is_a_note() -> None:
+def test_exact_catalogue_is_named() -> None:
     code, doc = as_json("--sglang-version", "0.5.8", "--", LAUNCH_3)
-    assert doc["catalogue_version"] == "0.5.6.post2" and doc["sglang_version"] == "0.5.8"
-    assert any("0.5.6.post2" in n for n in doc["notes"])
+    assert doc["catalogue_version"] == "0.5.8" and doc["sglang_version"] == "0.5.8"
+    assert doc["catalogue"]["version"] == "0.5.8" and doc["catalogue"]["exact"] is True
+    assert doc["catalogue"]["source"] == "bundled"
+
+
+def test_release_not_shipped_says_which_catalogue_and_why() -> None:
+    code, doc = as_json("--sglang-version", "0.5.30", "--", LAUNCH_3)
+    assert doc["catalogue_version"] == "0.5.23" and doc["sglang_version"] == "0.5.30"
+    assert doc["catalogue"]["exact"] is False and "0.5.23" in doc["catalogue"]["why"]
+    assert "not bundled" in doc["catalogue"]["why"]
+    assert any("0.5.23" in n for n in doc["notes"])
+    human = subprocess.run([sys.executable, "-m", "spectui", "flags", "--sglang-version", "0.5.30", "--", LAUNCH_3],
+                           capture_output=True, text=True)
+    assert "catalogue 0.5.23 (not exact" in human.stdout
 
 
 @pytest.mark.parametrize("args, stdin, words", [
@@ -133,7 +145,7 @@ def test_version_fallback_is_a_note() -> None:
     (["--"], None, "no launch command"),
     (["--file", "-"], "   \n", "empty launch command"),
     (["--", "vllm serve meta-llama/Llama-3.1-8B --num-speculative-tokens 5"], None, "not an SGLang launch command"),
-    (["--sglang-version", "banana", "--", LAUNCH_3], None, "known: 0.4.10.post2"),
+    (["--sglang-version", "banana", "--", LAUNCH_3], None, "known: 0.4.6 … 0.5.23"),
     (["--file", "/nonexistent/launch.sh"], None, "cannot read"),
 ])
 def test_bad_input_is_one_line_exit_2(args: list[str], stdin: str | None, words: str) -> None:

@@ -174,12 +174,14 @@ def test_0410_rules() -> None:
     assert res.effective is not None and res.effective["max_running_requests"] == 48
 
 
-def test_version_between_bundled_uses_its_own_rules() -> None:
-    # 0.5.8: catalogue of 0.5.6.post2, but "anything else" targets already get (3, 1, 4).
+def test_version_not_shipped_uses_nearest_catalogue_and_its_own_rules() -> None:
+    # 0.5.8.post3 (no such build shipped): catalogue of 0.5.8.post1 (same line); 0.5.8's rules: "anything
+    # else" targets already get (3, 1, 4).
     res = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
-                   "d"], "0.5.8", model_arch="Qwen2ForCausalLM")
-    assert res.catalogue_version == "0.5.6.post2"
-    assert any("0.5.6.post2" in a for a in res.assumptions)
+                   "d"], "0.5.8.post3", model_arch="Qwen2ForCausalLM")
+    assert res.catalogue_version == "0.5.8.post1"
+    assert res.catalogue is not None and not res.catalogue.exact and "0.5.8.post1" in res.catalogue.why
+    assert any("0.5.8.post1" in a for a in res.assumptions)
     assert res.effective is not None and res.effective["speculative_num_steps"] == 3
     assert R.SPEC_V2_OFF in res.warnings
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -260,95 +261,97 @@ def _typed_flags(cat: FlagCatalogue, args: Sequence[str], given: Mapping[str, An
     return typed
 
 
+@dataclass(frozen=True, slots=True)
+class CataloguePick:
+    """Which flag catalogue judges a release: `version` (bundled, or the host's own), whether it is the
+    release asked for, and why it was chosen. `to_json()` is `flags --json`'s "catalogue"."""
+
+    version: str
+    exact: bool
+    why: str
+    source: str = "bundled"  # "bundled" | "host"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "exact": self.exact, "why": self.why, "source": self.source}
+
+
+def _catalogue_dir() -> Any:
+    return resources.files("spectui.data").joinpath("catalogues")
+
+
 @functools.cache
 def known_versions() -> list[str]:
-    """Bundled releases, oldest first."""
-    names = [p.name for p in resources.files("spectui.data").joinpath("catalogues").iterdir()]
-    vs = [n[len("sglang-"):-len(".json")] for n in names if n.startswith("sglang-") and n.endswith(".json")]
-    return sorted(vs, key=parse_version)
+    """Bundled releases, oldest first (every SGLang release from 0.4.6 to the newest shipped)."""
+    vs = []
+    for name in (p.name for p in _catalogue_dir().iterdir()):
+        for ext in (".json.gz", ".json"):
+            if name.startswith("sglang-") and name.endswith(ext):
+                vs.append(name[len("sglang-"):-len(ext)])
+    return sorted(set(vs), key=parse_version)
 
 
-def pick_version(v: str | None) -> tuple[str, str | None]:
-    """(bundled version to use, warning if it is not exactly the one asked for). Raises ValueError."""
+def _known_text() -> str:
+    known = known_versions()
+    return f"{known[0]} … {known[-1]}, {len(known)} releases"
+
+
+def pick_catalogue(v: str | None) -> CataloguePick:
+    """The bundled catalogue for release `v`: the exact release when shipped, else the same release line's
+    newest build (a .postN or dev build not shipped), else the nearest older release. Raises ValueError."""
     known = known_versions()
     if v is None or v.strip() in ("", "latest"):
-        return known[-1], None
+        return CataloguePick(known[-1], True, f"no release given: the newest bundled, {known[-1]}")
     raw = v.strip().removeprefix("sglang==").removeprefix("v")
     try:
         want = parse_version(raw)
     except ValueError:
-        raise ValueError(f"unknown SGLang version {v!r}; known: {', '.join(known)}") from None
+        raise ValueError(f"unknown SGLang version {v!r}; known: {_known_text()}") from None
     if raw in known:
-        return raw, None
+        return CataloguePick(raw, True, f"the bundled catalogue of SGLang {raw}")
+    exact = [k for k in known if parse_version(k) == want]
+    if exact:  # "0.5.10.post0", "0.5.6" spelled differently
+        return CataloguePick(exact[0], True, f"the bundled catalogue of SGLang {exact[0]}")
     same_line = [k for k in known if parse_version(k)[:3] == want[:3]]
     if same_line:
-        return same_line[-1], f"SGLang {raw}: using the bundled catalogue of {same_line[-1]} (same release)"
+        return CataloguePick(same_line[-1], False, f"SGLang {raw} is not bundled: using the bundled catalogue "
+                             f"of {same_line[-1]} (same release line); its flags may differ slightly")
     below = [k for k in known if parse_version(k) <= want]
     if not below:
-        raise ValueError(f"SGLang {raw} is older than every bundled release; known: {', '.join(known)}")
-    return below[-1], (f"SGLang {raw} is not bundled; using the nearest older release {below[-1]} "
-                       f"(known: {', '.join(known)})")
+        raise ValueError(f"SGLang {raw} is older than every bundled release; known: {_known_text()}")
+    newer = " (newer than every bundled release)" if below[-1] == known[-1] else ""
+    return CataloguePick(below[-1], False, f"SGLang {raw} is not bundled{newer}: using the nearest older "
+                         f"release {below[-1]}; flags added or changed since then are misjudged "
+                         "(upgrade spectui, or let it read the host's own SGLang)")
+
+
+def pick_version(v: str | None) -> tuple[str, str | None]:
+    """(bundled version to use, warning if it is not exactly the one asked for). Raises ValueError."""
+    pick = pick_catalogue(v)
+    return pick.version, None if pick.exact else pick.why
+
+
+def catalogue_from_json(data: Mapping[str, Any], version: str | None = None) -> FlagCatalogue:
+    """A catalogue from the JSON shape of spectui/data/catalogues (also what data/dump_flags.py prints)."""
+    specs = [
+        FlagSpec(
+            flags=tuple(f["flags"]), dest=f["dest"], action=f["action"], type=f.get("type"),
+            nargs=f.get("nargs"), default=f.get("default"),
+            choices=tuple(f["choices"]) if f.get("choices") is not None else None,
+        )
+        for f in data["flags"]
+    ]
+    return FlagCatalogue(version or str(data.get("sglang_version") or "unknown"), specs)
 
 
 @functools.cache
 def load_catalogue(version: str) -> FlagCatalogue:
     """The bundled catalogue of exactly `version` (use pick_version first). Raises ValueError."""
     if version not in known_versions():
-        raise ValueError(f"no bundled catalogue for SGLang {version}; known: {', '.join(known_versions())}")
-    text = resources.files("spectui.data").joinpath("catalogues").joinpath(f"sglang-{version}.json").read_text()
-    data = json.loads(text)
-    specs = [
-        FlagSpec(
-            flags=tuple(f["flags"]), dest=f["dest"], action=f["action"], type=f["type"], nargs=f["nargs"],
-            default=f["default"], choices=tuple(f["choices"]) if f["choices"] is not None else None,
-        )
-        for f in data["flags"]
-    ]
-    return FlagCatalogue(version, specs)
-
-
-_METAVAR = r"(?: (?:[A-Z][A-Z0-9_]*|\{[^}\s]*\})(?: \[[A-Z][A-Z0-9_]* \.\.\.\])?)?"
-_HELP_OPT = re.compile(rf"^\s{{0,8}}(-[-\w]+{_METAVAR}(?:, -[-\w]+{_METAVAR})*)")
-_CHOICES = re.compile(r"^\{([^}]*)\}")
-
-
-def catalogue_from_help(text: str, version: str) -> FlagCatalogue:
-    """A catalogue read from a host's `python -m sglang.launch_server --help` output.
-
-    Help output lacks types and defaults, so values are kept as strings; flags, aliases, whether a flag
-    takes a value, nargs="+" and choices are recovered, which is what prefix matching and
-    "unrecognized arguments" need.
-    """
-    specs: list[FlagSpec] = []
-    seen: set[str] = set()
-    for line in text.splitlines():
-        m = _HELP_OPT.match(line)
-        if not m or not line.lstrip().startswith("--"):
-            continue
-        flags: list[str] = []
-        metavar: str | None = None
-        plus = False
-        for part in m.group(1).split(", "):
-            bits = part.split()
-            if bits and bits[0].startswith("--"):
-                flags.append(bits[0])
-                if len(bits) > 1:
-                    metavar = bits[1]
-                    plus = len(bits) > 2
-        flags = [f for f in flags if f not in seen and f != "--help"]
-        if not flags:
-            continue
-        seen.update(flags)
-        nargs: int | str | None = 0 if metavar is None else ("+" if plus else None)
-        choices = None
-        if metavar is not None and (cm := _CHOICES.match(metavar)):
-            choices = tuple(cm.group(1).split(","))
-        action = "_StoreTrueAction" if nargs == 0 else "_StoreAction"
-        if nargs == 0 and any(f.startswith("--no-") for f in flags[1:]):
-            action = "BooleanOptionalAction"
-        dest = flags[0][2:].replace("-", "_")
-        specs.append(FlagSpec(tuple(flags), dest, action, None if nargs == 0 else "str", nargs,
-                              False if nargs == 0 else None, choices))
-    if not specs:
-        raise ValueError("no flags found in that --help output")
-    return FlagCatalogue(version, specs)
+        raise ValueError(f"no bundled catalogue for SGLang {version}; known: {_known_text()}")
+    folder = _catalogue_dir()
+    packed = folder.joinpath(f"sglang-{version}.json.gz")
+    if packed.is_file():
+        text = gzip.decompress(packed.read_bytes()).decode("utf-8")
+    else:
+        text = folder.joinpath(f"sglang-{version}.json").read_text(encoding="utf-8")
+    return catalogue_from_json(json.loads(text), version)

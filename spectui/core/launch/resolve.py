@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from spectui.core.launch.catalogue import ArgparseFailure, DeprecatedFlagUsed, load_catalogue, pick_version
+from spectui.core.launch.catalogue import (
+    ArgparseFailure,
+    CataloguePick,
+    DeprecatedFlagUsed,
+    FlagCatalogue,
+    load_catalogue,
+    pick_catalogue,
+)
 from spectui.core.launch.engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
 from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
 from spectui.core.launch.notes import FlagNote
@@ -54,6 +61,7 @@ class Resolution:
     notes: list[FlagNote] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     help_requested: bool = False  # -h/--help: SGLang prints help and exits 0
+    catalogue: CataloguePick | None = None  # which flag catalogue judged the command line, and why
 
 
 def prog_for(version: Version, entry: str = "launch_server") -> str:
@@ -64,22 +72,33 @@ def prog_for(version: Version, entry: str = "launch_server") -> str:
 
 def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
             draft_arch: str | None = None, env: Mapping[str, str] | None = None,
-            device: str = "cuda", entry: str | None = None) -> Resolution:
+            device: str = "cuda", entry: str | None = None,
+            host_catalogue: FlagCatalogue | None = None) -> Resolution:
     """Resolve `args` (what SGLang's argparse sees) the way SGLang `version` would. Raises ValueError
     only for a version that is not a release number.
 
     `entry` is the program: "sglang" (`sglang serve`) or "launch_server" (`python -m sglang.launch_server`,
     which takes no positional model path in any release); None when the caller does not know, which
-    accepts the positional form where `sglang serve` would."""
-    cat_version, pick_warning = pick_version(version)
+    accepts the positional form where `sglang serve` would.
+
+    `host_catalogue`: the flags read from the host's own SGLang (data/dump_flags.py via
+    launch.hostflags), used instead of a bundled catalogue — for a release spectui does not ship."""
+    if host_catalogue is not None:
+        cat = host_catalogue
+        pick = CataloguePick(cat.version, _clean(version) == cat.version, f"read from the host's own SGLang "
+                             f"{cat.version} (its ServerArgs.add_cli_args)", "host")
+    else:
+        pick = pick_catalogue(version)
+        cat = load_catalogue(pick.version)
+    cat_version, pick_warning = pick.version, None if pick.exact else pick.why
     ver = parse_version(_clean(version)) if version and _clean(version) != "latest" else parse_version(cat_version)
-    cat = load_catalogue(cat_version)
     prog = prog_for(ver, entry or "launch_server")
     assumptions = [pick_warning] if pick_warning else []
     argv = list(args)
     if ver >= v("0.5.18") and entry != "launch_server" and argv and not argv[0].startswith("-"):
         argv = ["--model-path", *argv]  # `sglang serve <model>` (cli/serve.py); launch_server has no such form
-    base: dict[str, Any] = dict(version=version, catalogue_version=cat_version, prog=prog, assumptions=assumptions)
+    base: dict[str, Any] = dict(version=version, catalogue_version=cat_version, prog=prog, assumptions=assumptions,
+                                catalogue=pick)
     if entry == "sglang" and (missing := _serve_model_path_missing(argv, ver, assumptions)):
         err = ResolveError("Exception", missing, "`sglang serve` in this release finds the model only via a "
                            "literal --model-path: write --model-path <model>.", "get_model_path")

@@ -32,13 +32,13 @@ _CONTEXT_MOE = {
 # (first release, renames), ascending. A rename of a dest the release does not register is a no-op, so a
 # row holds for every release up to the next row, including catalogues read from a host's `--help`.
 #   0.4.10.post2, 0.5.2, 0.5.4.post3, 0.5.6.post2: tp, pp, dp, ep (catalogue dests tensor_parallel_size...)
-#   0.5.10: also attn_cp_size and moe_dp_size (catalogue dests attention_context_parallel_size, ...)
+#   0.5.9 (the first release with those flags), 0.5.10: also attn_cp_size and moe_dp_size (catalogue dests attention_context_parallel_size, ...)
 #   0.5.23: flags are generated from the dataclass fields (`--tp-size` with alias `--tensor-parallel-size`,
 #           dest tp_size): dest == field, nothing to rename; the old names are kept as inert renames so a
 #           `--help`-built catalogue (dest from the first option string) still maps right.
 FROM_CLI_ARGS: list[tuple[Version, Mapping[str, str]]] = [
     (v("0.4.0"), _PARALLEL),
-    (v("0.5.10"), {**_PARALLEL, **_CONTEXT_MOE}),
+    (v("0.5.9"), {**_PARALLEL, **_CONTEXT_MOE}),
 ]
 
 

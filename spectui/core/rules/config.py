@@ -40,12 +40,14 @@ def crude_requested(args: tuple[str, ...] | list[str]) -> dict[str, object]:
 
 
 def resolve_launch(launch: Any, version: str | None) -> Any:
-    """What the bundled SGLang release nearest `version` does with this launch (None if it cannot tell)."""
-    from spectui.core.launch import catalogue, resolve
+    """What SGLang `version` does with this launch, judged with its own catalogue when spectui ships it, else
+    the nearest one (None if it cannot tell)."""
+    from spectui.core.launch.catalogue import pick_version
+    from spectui.core.launch.resolve import resolve
 
     try:
-        bundled, _warning = catalogue.pick_version(version)
-        return resolve.resolve(list(launch.sglang_args), bundled, env=dict(launch.env), entry=launch.entry)
+        bundled, _warning = pick_version(version)
+        return resolve(list(launch.sglang_args), version or bundled, env=dict(launch.env), entry=launch.entry)
     except Exception:  # a resolver failure must never hide the log's own evidence
         return None
 
