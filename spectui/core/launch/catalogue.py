@@ -147,6 +147,20 @@ class _DeprecatedStoreTrue(argparse.Action):
             namespace.__dict__.setdefault("__warnings__", []).append(note)
 
 
+class _DeprecatedAliasStore(argparse.Action):
+    """SGLang's DeprecatedAliasStoreAction (0.5.14+): stores into the new flag's dest and warns."""
+
+    note = ""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.__dict__.setdefault("__warnings__", []).append(self.note)
+
+
+def _alias_note(old: str, new: str) -> str:
+    return f"\x1b[1;33m'{old}' is deprecated and will be removed in a future release. Use '{new}' instead.\x1b[0m"
+
+
 class _RaisingParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ArgparseFailure(message, prog=self.prog, usage=self.format_usage())
@@ -196,6 +210,10 @@ class FlagCatalogue:
             elif s.action in ("DeprecatedStoreTrueAction", "DeprecatedStoreConstAction"):
                 kw.update(action=_DeprecatedStoreTrue, nargs=0)
             else:
+                if s.action == "DeprecatedAliasStoreAction":
+                    new = next((o.flags[0] for o in self.specs if o.dest == s.dest and o is not s
+                                and not o.action.startswith("Deprecated")), s.dest)
+                    kw["action"] = type("_Alias", (_DeprecatedAliasStore,), {"note": _alias_note(s.flags[0], new)})
                 conv = _converter(s.type)
                 if conv is not None:
                     kw["type"] = conv

@@ -48,7 +48,7 @@ class ResolutionRun:
 
     def run(self) -> None:
         st = self.st
-        if st.get("page_size") is None and self.ver < v("0.5.15"):
+        if st.get("page_size") is None:
             st["page_size"] = 1  # resolved from the attention backend before the spec rules run
         if self.ver >= v("0.5.15") and self.arch in R.DSV4_ARCHS:
             self.deepseek_v4()
@@ -227,6 +227,13 @@ class ResolutionRun:
         if text:
             self.warn(text)
 
+    def cpu_overlap(self) -> None:
+        """`_disable_overlap_schedule_for_cpu` (0.5.19+; 0.5.15 leaves overlap on with --device cpu)."""
+        st = self.st
+        if self.ver >= R.CPU_OVERLAP_SINCE and self.device == "cpu" and not st.get("disable_overlap_schedule"):
+            self.warn(R.CPU_OVERLAP)
+            st["disable_overlap_schedule"] = True
+
     def eagle_new(self, algo: str) -> None:
         st, ver = self.st, self.ver
         if algo == "NEXTN":
@@ -234,9 +241,7 @@ class ResolutionRun:
         if algo == "STANDALONE" and self.dp_attention():
             self.raise_("ValueError", R.STANDALONE_DP)
         self.max_running()
-        if self.device == "cpu" and not st.get("disable_overlap_schedule"):
-            self.warn(R.CPU_OVERLAP)
-            st["disable_overlap_schedule"] = True
+        self.cpu_overlap()
         if st.get("disable_overlap_schedule"):
             self.warn(R.NON_OVERLAP_V2)
         if st.get("enable_mixed_chunk"):
@@ -285,15 +290,14 @@ class ResolutionRun:
     def ngram_new(self) -> None:
         st = self.st
         self.ngram_device()
-        if self.device == "cpu" and not st.get("disable_overlap_schedule"):
-            self.warn(R.CPU_OVERLAP)
-            st["disable_overlap_schedule"] = True
+        self.cpu_overlap()
         self.max_running()
         st["speculative_eagle_topk"] = topk = st.get("speculative_ngram_max_bfs_breadth") or 10
         if st.get("speculative_num_draft_tokens") is None:
             st["speculative_num_draft_tokens"] = 12
             self.warn(R.NGRAM_DRAFT_DEFAULT.format(n=12))
-        st["speculative_num_steps"] = st["speculative_num_draft_tokens"] // topk
+        if st.get("speculative_num_steps") is None:  # a given step count is kept (0.5.19 / 0.5.23 records)
+            st["speculative_num_steps"] = st["speculative_num_draft_tokens"] // topk
         st["enable_mixed_chunk"] = False
         self.warn(R.NGRAM_MIXED)
         self.ngram_page()

@@ -86,6 +86,12 @@ NO_DRAFT_NOT_MTP = ("no --speculative-draft-model-path, and {arch} has no built-
                     "--speculative-draft-model-path")
 
 # --- version-dependent choices -------------------------------------------------------------------
+# Release boundaries seen in the recorded launches (tests/data/resolution): 0.5.15 leaves overlap on with
+# --device cpu and resolves onto ServerArgs itself; 0.5.19 forces overlap off on CPU and resolves apart
+# (`resolve_once`: the ServerArgs fields stay as parsed, `resolution_result` holds the values that run).
+CPU_OVERLAP_SINCE = v("0.5.19")
+RESOLVED_APART_SINCE = v("0.5.19")
+
 # Where the rules run (the function in the traceback).
 RAISED_AT = [(v("0.4.3"), "__post_init__"), (v("0.5.3"), "_handle_speculative_decoding"),
              (v("0.5.15"), "hook")]

@@ -27,6 +27,7 @@ from spectui.core.launch.catalogue import (
 from spectui.core.launch.engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
 from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
 from spectui.core.launch.notes import FlagNote
+from spectui.core.launch.resolution import RESOLVED_APART_SINCE
 from spectui.core.launch.serverfields import to_fields
 from spectui.core.versions import Version, parse_version, v
 
@@ -57,7 +58,7 @@ class Resolution:
     catalogue_version: str = ""
     prog: str = ""
     usage: str = ""  # argparse's usage block (argparse_error only)
-    server_args: dict[str, object] | None = None  # ServerArgs fields after resolution (0.5.15+: as parsed)
+    server_args: dict[str, object] | None = None  # ServerArgs fields after resolution (0.5.19+: as parsed)
     notes: list[FlagNote] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     help_requested: bool = False  # -h/--help: SGLang prints help and exits 0
@@ -136,7 +137,7 @@ def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
                           effective=None, warnings=warnings, notes=notes, **base)
     if ver >= v("0.5.23") and "SGLANG_USE_CUDA_IPC_TRANSPORT" in ctx.env:
         warnings.append(IPC_DEPRECATED)
-    server_args = raw if ver >= v("0.5.15") else dict(st)
+    server_args = raw if ver >= RESOLVED_APART_SINCE else dict(st)
     notes.extend(explain_differences(requested, st, warnings, ver))
     return Resolution(outcome="ok", argparse_error=None, error=None, requested=requested, effective=st,
                       warnings=warnings, server_args=server_args, notes=notes, **base)
