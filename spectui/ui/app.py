@@ -21,7 +21,7 @@ class SpectuiApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark,f1", "help", "Help"),
-        Binding("colon", "command_palette", "Commands", show=False),
+        Binding("colon,ctrl+p", "command_palette", "Commands", show=False),
         Binding("r", "relaunch", "Relaunch"),
         Binding("h", "history", "History"),
     ]
@@ -62,6 +62,21 @@ class SpectuiApp(App[int]):
             self.notify("read-only session: relaunch is disabled (started with --read-only)",
                         severity="warning")
         self.push_screen(RelaunchScreen(self.session, self.cockpit, diagnosis=diagnosis))
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Screenshots go under the XDG state folder (not ~/Downloads, which a server may not have)."""
+        if path is None:
+            from spectui.ops.history import default_history_path
+
+            folder = default_history_path().parent / "screenshots"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = str(folder)
+        if self.is_web:  # in a browser the file is served to the viewer
+            return super().deliver_screenshot(filename, path, time_format)
+        saved = self.save_screenshot(filename, path, time_format)
+        self.notify(f"screenshot saved: {saved}", timeout=8)
+        return saved
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -15,7 +15,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -23,6 +22,7 @@ from spectui.sources.base import TailLines, TailState
 from spectui.ui.controller import Cockpit, CockpitUpdate
 from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
+from spectui.ui.screens.logkeys import LogKeys
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
@@ -42,7 +42,7 @@ GPU_POLL_INTERVAL = 5.0
 IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(LogKeys, Screen):
     BINDINGS = [
         Binding("space", "toggle_follow", "Follow/pause"),
         Binding("slash", "prompt('search')", "Search"),
@@ -183,7 +183,7 @@ class DashboardScreen(Screen):
                             idle: bool = False) -> None:
         """Parse + metrics + rules in a worker thread, one batch at a time so order is kept.
 
-        Measured (bench/bench_ui.py): slicing the parse cooperatively on the event loop costs every
+        Measured (perf/perf_ui.py): slicing the parse cooperatively on the event loop costs every
         hop of a key's handling one slice and fell behind a 5k lines/s log; a thread keeps up and
         keys wait at most a GIL switch interval per hop.
         """
@@ -310,90 +310,27 @@ class DashboardScreen(Screen):
         while True:
             try:
                 result = await self.session.host.run(list(NVIDIA_SMI_ARGV), timeout=10)
-            except Exception:  # noqa: BLE001 - a GPU probe must never take the dashboard down
+            except Exception as exc:  # noqa: BLE001 - a GPU probe must never take the dashboard down
+                result, why = None, f"could not run nvidia-smi ({type(exc).__name__})"
+            if result is None or result.exit_status != 0:
+                strip.remove_class("-visible")  # no nvidia-smi (or no GPU): said once, the strip stays hidden
+                why = why if result is None else f"nvidia-smi exited {result.exit_status}"
+                self.gpu_note = f"no GPU strip: {why} on {self.session.label} (no GPU data)"
+                self.notify(self.gpu_note, timeout=6)
                 return
-            if result.exit_status != 0:
-                strip.remove_class("-visible")
-                self.gpu_note = f"no GPU strip: nvidia-smi exited {result.exit_status} on {self.session.label}"
-                return  # no nvidia-smi (or no GPU): the strip stays hidden
             self.gpu_note = "ok"
             gpus = parse_nvidia_smi(result.stdout)
             strip.set_gpus(gpus)
             strip.set_class(bool(gpus), "-visible")
             await asyncio.sleep(GPU_POLL_INTERVAL)
 
-    # ---- log keys --------------------------------------------------------------------------------
-
     @on(LogView.StateChanged)
-    def _update_log_title(self) -> None:
-        log = self.query_one(LogView)
-        parts = ["log", self.log_path or ""]
-        parts.append("following" if log.following else f"PAUSED (+{log.unseen} new; space resumes)")
-        if log.filter_text:
-            parts.append(f"filter: {log.filter_text}")
-        if log.search_text:
-            parts.append(f"search: {log.search_text}")
-        log.border_title = Content(" · ".join(p for p in parts if p))  # paths and patterns are data, not markup
-        self._refresh_header()
-
-    def action_toggle_follow(self) -> None:
-        self.query_one(LogView).toggle_follow()
-
-    def action_prompt(self, mode: str) -> None:
-        self._prompt_mode = mode
-        prompt = self.query_one("#prompt", Input)
-        log = self.query_one(LogView)
-        if mode == "search":
-            prompt.placeholder = "search (regex; lower case ignores case) — enter to find, n/N next/previous"
-            prompt.value = log.search_text
-        else:
-            prompt.placeholder = "filter: show only lines matching this regex; !regex hides them; empty clears"
-            prompt.value = log.filter_text
-        prompt.border_title = mode
-        prompt.add_class("-visible")
-        prompt.focus()
-
-    def action_close_prompt(self) -> None:
-        prompt = self.query_one("#prompt", Input)
-        if prompt.has_class("-visible"):
-            prompt.remove_class("-visible")
-            self.query_one(LogView).focus()
+    def _log_state_changed(self) -> None:
+        self._update_log_title()
 
     @on(Input.Submitted, "#prompt")
-    def _prompt_submitted(self, event: Input.Submitted) -> None:
-        log = self.query_one(LogView)
-        self.action_close_prompt()
-        if self._prompt_mode == "search":
-            if not log.set_search(event.value) and event.value:
-                self.notify(f"no line matches {event.value!r}", severity="warning", markup=False)
-        else:
-            log.set_filter(event.value)
-
-    def action_find(self, backward: bool) -> None:
-        log = self.query_one(LogView)
-        if not log.search_text:
-            self.action_prompt("search")
-        elif not log.find(backward=backward):
-            self.notify("no more matches " + ("above" if backward else "below"), severity="warning", timeout=2)
-
-    def action_error(self, backward: bool) -> None:
-        if not self.query_one(LogView).jump_error(backward=backward):
-            self.notify("no more errors " + ("above" if backward else "below"), timeout=2)
-
-    def action_copy(self) -> None:
-        """Copy the cursor line (or the lines on screen) to the clipboard (OSC 52: works over SSH)."""
-        text, n = self.query_one(LogView).copy_text()
-        self.app.copy_to_clipboard(text)
-        self.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard", timeout=2)
-
-    def action_top(self) -> None:
-        self.query_one(LogView).go_top()
-
-    def action_bottom(self) -> None:
-        self.query_one(LogView).go_bottom()
-
-    def action_focus(self, widget_id: str) -> None:
-        self.query_one(f"#{widget_id}").focus()
+    def _prompt_entered(self, event: Input.Submitted) -> None:
+        self._prompt_submitted(event)
 
     # ---- diagnoses -------------------------------------------------------------------------------
 

@@ -116,6 +116,7 @@ class LogView(ScrollView, can_focus=True):
         self._prune()
         if not self.following:
             self.unseen += len(new)
+            self.post_message(self.StateChanged())  # the title's "PAUSED (+N new)" counts them
         self._update_size()
         if self.following:
             self._stick_to_end()
