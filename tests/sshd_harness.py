@@ -92,6 +92,14 @@ class Sshd:
                     os.kill(pid, signal.SIGKILL)
         return len(sessions)
 
+    def freeze_listener(self) -> None:
+        """SIGSTOP the listening sshd: new connections hang before the banner (the link looks down),
+        sessions already open are untouched. `thaw_listener()` lets them through."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def thaw_listener(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def wait_sessions(self, n: int = 1, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while len(self.session_pids()) < n:
@@ -100,6 +108,8 @@ class Sshd:
             time.sleep(0.02)
 
     def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.thaw_listener()
         self.kill_sessions()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -110,8 +120,11 @@ class Sshd:
             self.proc.wait()
 
 
-def start_sshd(root: Path) -> Sshd:
-    """Generate keys and config under `root`, start sshd on a free loopback port, wait until it accepts."""
+def start_sshd(root: Path, *, sftp: bool = True) -> Sshd:
+    """Generate keys and config under `root`, start sshd on a free loopback port, wait until it accepts.
+
+    `sftp=False`: no `Subsystem sftp` line, so the server refuses SFTP (exec still works), as on hosts
+    whose admins removed it."""
     root.mkdir(parents=True, exist_ok=True)
     host_key, client_key = root / "host_ed25519", root / "client_ed25519"
     _keygen(host_key)
@@ -120,13 +133,14 @@ def start_sshd(root: Path) -> Sshd:
     authorized.write_text(client_key.with_suffix(".pub").read_text())
     os.chmod(client_key, 0o600)
     port = free_port()
-    sftp = SFTP_SERVER if os.path.exists(SFTP_SERVER) else "internal-sftp"
+    sftp_server = SFTP_SERVER if os.path.exists(SFTP_SERVER) else "internal-sftp"
+    subsystem = f"Subsystem sftp {sftp_server}\n" if sftp else ""
     config = root / "sshd_config"
     config.write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {root / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nMaxSessions 64\nMaxStartups 64\n"
-        f"LogLevel ERROR\nSubsystem sftp {sftp}\n"
+        f"LogLevel ERROR\n{subsystem}"
     )
     with contextlib.suppress(OSError):  # privilege-separation dir; not creatable (nor needed) as non-root
         os.makedirs("/run/sshd", exist_ok=True)

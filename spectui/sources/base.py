@@ -125,6 +125,22 @@ class Host(Protocol):
     async def reconnect(self) -> None: ...
 
 
+@runtime_checkable
+class FileReader(Protocol):
+    """File-read primitives every host offers (LocalHost; SSHHost over SFTP or, refused, exec'd reads).
+
+    Callers that inspect files (a checkpoint's safetensors header, a config) use these and never care
+    how the bytes travel. Missing paths: `file_size` None, `exists` False, the others FileNotFoundError.
+    """
+
+    async def read_range(self, path: str, offset: int, length: int) -> bytes: ...  # fewer bytes at EOF
+    async def read_file(self, path: str) -> bytes: ...
+    async def file_size(self, path: str) -> int | None: ...
+    async def exists(self, path: str) -> bool: ...
+    async def listdir(self, path: str) -> list[str]: ...  # names, sorted, no . / ..
+    async def locate(self, folder: str, inode: int) -> str | None: ...  # path in folder with that inode
+
+
 def check_result(argv: Sequence[str], result: RunResult, host_name: str) -> RunResult:
     """Raise RemoteCommandError for a non-zero exit (used by `run(check=True)` on every host)."""
     from spectui.errors import RemoteCommandError

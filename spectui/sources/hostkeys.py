@@ -1,67 +1,121 @@
-"""Host keys the OpenSSH way: an untrusted key is refused with its fingerprint and the exact way to accept
-it, or recorded under the real HostName/Port when --accept-new-host-key is given (never when it changed)."""
+"""Host keys exactly as OpenSSH checks them, decided inside the one connection attempt.
+
+Trusted keys come from every known_hosts file in force (UserKnownHostsFile then GlobalKnownHostsFile,
+sshdest.Destination), matched by HostKeyAlias or HostName as `host` / `[host]:port`; a file that does not
+exist trusts nothing (it is not an error). A key that is not trusted is judged in
+`validate_host_public_key`:
+
+* the host has an entry with another key: CHANGED. Always refused, whatever StrictHostKeyChecking or
+  --accept-new-host-key say, with the `ssh-keygen -R` line naming the file that holds the old entry;
+  nothing is written.
+* no entry at all: unknown. StrictHostKeyChecking=yes (and ask: nobody to ask) refuses with the
+  fingerprint and both ways to accept; accept-new (or --accept-new-host-key) and no trust it and record it
+  in the first UserKnownHostsFile in force, once the server has proven it holds the key.
+"""
 
 from __future__ import annotations
 
-import getpass
+import contextlib
 import os
 from typing import Any
 
 import asyncssh
 
 from spectui.errors import HostKeyError
-from spectui.sources.ssherrors import host_error
+from spectui.sources.sshdest import Destination
+
+_EMPTY: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
 
 
-def resolve_destination(host: Any) -> tuple[str, int, str]:
-    """(HostName, Port, known_hosts file) of an SSHHost after its ssh config, as OpenSSH would use them."""
-    from asyncssh.config import SSHClientConfig
-
-    opts = host.options
-    paths = [opts.ssh_config] if opts.ssh_config else []
-    default = os.path.expanduser("~/.ssh/config")
-    if not paths and os.path.exists(default):
-        paths = [default]
-    cfg = SSHClientConfig.load(None, paths, False, False, False, getpass.getuser(),
-                               host.user or (), host.host, host.port or ())
-    hostname = str(cfg.get("Hostname", host.host) or host.host)
-    port = int(str(host.port or cfg.get("Port", 22) or 22))  # the config value is typed object
-    known_hosts = opts.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
-    return hostname, port, known_hosts
-
-
-def has_entry(known_hosts: str, hostname: str, port: int) -> bool:
-    """Whether known_hosts already trusts some key for this host (then a mismatch means it changed)."""
+def _load(path: str) -> Any:
     try:
-        kh = asyncssh.read_known_hosts(known_hosts)
-    except (OSError, ValueError):
-        return False
-    return bool(kh.match(hostname, "", port)[0])
+        return asyncssh.read_known_hosts(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise HostKeyError(f"cannot read known_hosts file {path}: {exc}") from None
 
 
-async def handle_untrusted_key(host: Any) -> None:
-    """Called when the server's key is not trusted: raise HostKeyError, or record it (accept-new)."""
-    hostname, port, kh = resolve_destination(host)
-    config = [host.options.ssh_config] if host.options.ssh_config else ()
-    try:
-        key = await asyncssh.get_server_host_key(host.host, host.port or (), config=config)
-    except Exception as exc:
-        raise host_error(exc, host.name) from None
-    if key is None:
-        raise HostKeyError(f"{host.name}: the server offered no host key; check the host")
-    fp, alg = key.get_fingerprint("sha256"), key.get_algorithm()
-    entry = hostname if port == 22 else f"[{hostname}]:{port}"
-    if has_entry(kh, hostname, port):
-        raise HostKeyError(
-            f"{host.name}: host key CHANGED ({alg} {fp}) - possible man-in-the-middle; if the host was "
-            f"reinstalled, remove the old key with `ssh-keygen -R '{entry}' -f {kh}` and reconnect"
-        )
-    if not host.options.accept_new_host_key:
-        scan = f"ssh-keyscan -p {port} {hostname}" if port != 22 else f"ssh-keyscan {hostname}"
-        raise HostKeyError(
-            f"{host.name}: unknown host key {alg} {fp}; if it is right, re-run with --accept-new-host-key "
-            f"or run `{scan} >> {kh}`"
-        )
-    os.makedirs(os.path.dirname(os.path.abspath(kh)), exist_ok=True)
-    with open(kh, "a", encoding="ascii") as f:
-        f.write(f"{entry} {key.export_public_key('openssh').decode().strip()}\n")
+def _match(kh: Any, host: str, port: int | None) -> Any:
+    # OpenSSH looks `[host]:port` up for a non-default port and never falls back to the bare name;
+    # SSHKnownHosts.match does fall back, its _match does not.
+    exact = getattr(kh, "_match", None)
+    return exact(host, "", port) if exact is not None else kh.match(host, "", port)
+
+
+class HostKeyCheck:
+    """The known_hosts callable and the untrusted-key judge for one connection attempt to `dest`."""
+
+    def __init__(self, dest: Destination, name: str) -> None:
+        self.dest = dest
+        self.name = name
+        self.refusal: HostKeyError | None = None
+        self._record: str | None = None
+        self._loaded = [(p, _load(p)) for p in (*dest.user_files, *dest.global_files)]
+
+    def known_hosts(self, host: str, addr: str, port: int | None) -> Any:
+        """asyncssh `known_hosts=` callable: what every file in force trusts for this host."""
+        merged: list[list[Any]] = [[] for _ in _EMPTY]
+        for _, kh in self._loaded:
+            if kh is None:
+                continue
+            for acc, found in zip(merged, _match(kh, host, port), strict=False):
+                acc.extend(found)
+        return tuple(merged)
+
+    def _holders(self, host: str, port: int | None) -> list[str]:
+        """Files with some entry (a key or a CA) for this host: a mismatch there means it CHANGED."""
+        out = []
+        for path, kh in self._loaded:
+            if kh is not None:
+                found = _match(kh, host, port)
+                if found[0] or found[1]:
+                    out.append(path)
+        return out
+
+    def validate(self, host: str, port: int | None, key: Any) -> bool:
+        """A key no file trusts: refuse it (recording why) or accept it as new."""
+        fp, alg = key.get_fingerprint("sha256"), key.get_algorithm()
+        entry = self.dest.entry
+        holders = self._holders(host, port)
+        if holders:
+            fixes = " and ".join(f"`ssh-keygen -R '{entry}' -f {p}`" for p in holders)
+            self.refusal = HostKeyError(
+                f"{self.name}: host key CHANGED (now {alg} {fp}) - possible man-in-the-middle; if the host "
+                f"was reinstalled, remove the old key with {fixes} and reconnect")
+            return False
+        if self.dest.strict == "yes":
+            scan = f"ssh-keyscan -p {self.dest.port} {self.dest.hostname}" if self.dest.port != 22 \
+                else f"ssh-keyscan {self.dest.hostname}"
+            self.refusal = HostKeyError(
+                f"{self.name}: unknown host key {alg} {fp}; if it is right, re-run with --accept-new-host-key "
+                f"or run `{scan} >> {self.dest.record_file}`")
+            return False
+        self._record = f"{entry} {key.export_public_key('openssh').decode().strip()}\n"
+        return True
+
+    def record(self) -> None:
+        """The server proved it holds the new key: append it to the first UserKnownHostsFile in force."""
+        line, self._record = self._record, None
+        if line is None:
+            return
+        path = self.dest.record_file
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        try:
+            with open(path, "a", encoding="ascii") as f:
+                f.write(line)
+        except OSError as exc:
+            raise HostKeyError(f"{self.name}: cannot record the new host key in {path}: {exc.strerror}") from None
+
+    def client_factory(self) -> type[asyncssh.SSHClient]:
+        check = self
+
+        class _Client(asyncssh.SSHClient):
+            def validate_host_public_key(self, host: str, addr: str, port: int, key: Any) -> bool:
+                return check.validate(host, port, key)
+
+        return _Client
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        return {"known_hosts": self.known_hosts, "client_factory": self.client_factory()}

@@ -137,6 +137,29 @@ class LocalHost:
         with open(path, "rb") as f:
             return f.read()
 
+    async def file_size(self, path: str) -> int | None:
+        try:
+            return os.stat(path).st_size
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    async def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    async def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    async def locate(self, folder: str, inode: int) -> str | None:
+        """The path in `folder` with this inode (where a rename moved a followed file), or None."""
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.inode() == inode and entry.is_file(follow_symlinks=False):
+                        return entry.path
+        except OSError:
+            return None
+        return None
+
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         return remote_port  # already local: nothing to forward
 

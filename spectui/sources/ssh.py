@@ -1,17 +1,20 @@
-"""SSHHost: the Host interface over asyncssh with OpenSSH semantics (config, agent, strict known_hosts).
+"""SSHHost: the Host interface over asyncssh with OpenSSH semantics (config, agent, known_hosts, jumps).
 
-One SSH connection per host carries everything: commands (`run`), an SFTP session for positioned reads
-(the tail reads by byte offset on an open handle, so a rename never confuses it), local port forwards
-for the HTTP probe, and one long-running `tail -c1 -F` per followed file used only as a wake-up signal:
-its channel is paused after the first byte, so it costs one small window of bandwidth per wake-up while
-the bytes themselves come over SFTP from offsets spectui tracks. No process is spawned per poll.
+One SSH connection per host carries everything: commands (`run`), file reads (sshfiles: an SFTP session
+for positioned reads on an open handle, or exec'd reads of the same inode where the server refuses SFTP),
+local port forwards for the HTTP probe, and one long-running `tail -c1 -F` per followed file used only as
+a wake-up signal (sshnotify). No process is spawned per poll while SFTP is there.
+
+Host keys are checked as OpenSSH would (hostkeys, sshdest): every known_hosts file in force,
+StrictHostKeyChecking, a changed key always refused. A ProxyJump in the config is opened here, hop by
+hop, with the same identities and the same host-key rules (so `--known-hosts` covers the hops too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import logging
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,13 +22,20 @@ from typing import Any
 
 import asyncssh
 
-from spectui.errors import ConnectError, RemoteCommandError
+from spectui.errors import ConnectError, HostKeyError, RemoteCommandError
 from spectui.sources.base import FileStat, RunResult, check_result
+from spectui.sources.hostkeys import HostKeyCheck
+from spectui.sources.sshdest import Destination, destination, parse_jump
 from spectui.sources.ssherrors import host_error as _host_error
+from spectui.sources.sshfiles import ExecFile, SFTPFile, SSHFiles
+from spectui.sources.sshnotify import NOTIFY_WINDOW, TailNotifier, _WakeSession
 
 CONNECT_TIMEOUT = 10.0
 KEEPALIVE_INTERVAL = 5.0  # a stalled link is declared dead after 3 missed keepalives (15 s)
-NOTIFY_WINDOW = 512  # bytes the wake-up `tail` may send before its channel blocks
+MAX_JUMPS = 8
+log = logging.getLogger(__name__)
+
+__all__ = ["SSHHost", "SSHOptions", "SFTPFile", "ExecFile", "TailNotifier"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,95 +57,6 @@ class SSHOptions:
             known_hosts=getattr(args, "known_hosts", None),
             accept_new_host_key=bool(getattr(args, "accept_new_host_key", False)),
         )
-
-
-class SFTPFile:
-    """An open remote file (RemoteFile protocol) on the host's SFTP session."""
-
-    def __init__(self, handle: Any, host_name: str) -> None:
-        self._handle = handle
-        self._name = host_name
-
-    async def size(self) -> int:
-        try:
-            return int((await self._handle.stat()).size or 0)
-        except (asyncssh.Error, OSError) as exc:
-            raise _host_error(exc, self._name) from None
-
-    async def read(self, offset: int, length: int) -> bytes:
-        try:
-            return bytes(await self._handle.read(length, offset))
-        except (asyncssh.Error, OSError) as exc:
-            raise _host_error(exc, self._name) from None
-
-    async def close(self) -> None:
-        # Not awaited: on a stalled or dropped link the answer may never come, and a tail being
-        # cancelled must not wait for it. The handle dies with the connection anyway.
-        task = asyncio.ensure_future(self._handle.close())
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-
-class _WakeSession(asyncssh.SSHClientSession):
-    """Session of the wake-up `tail`: any stdout byte means "the file grew"; stderr means "look again"."""
-
-    def __init__(self) -> None:
-        self.woken = False
-        self.rotation_hint = False
-        self.closed = False
-        self.chan: Any = None
-        self.waiter: asyncio.Future[None] | None = None
-
-    def connection_made(self, chan: Any) -> None:
-        self.chan = chan
-
-    def _wake(self) -> None:
-        self.woken = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    def data_received(self, data: Any, datatype: Any) -> None:
-        if datatype == asyncssh.EXTENDED_DATA_STDERR:
-            self.rotation_hint = True  # "has been replaced", "file truncated", "has appeared"
-        # Stop window adjusts until the tail has read: the remote tail blocks instead of streaming.
-        self.chan.pause_reading()
-        self._wake()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._wake()
-
-
-class TailNotifier:
-    """ChangeNotifier backed by a remote `tail -F` (inotify on the host, instant wake-ups)."""
-
-    def __init__(self, chan: Any, session: _WakeSession) -> None:
-        self._chan = chan
-        self._session = session
-
-    async def wait(self, timeout: float) -> bool:
-        s = self._session
-        if s.closed:
-            await asyncio.sleep(timeout)  # notifier gone (no tail on the host): plain polling
-            return True
-        if not s.woken:
-            # A bare future and a timer (not wait_for + Event): cancelling the tail is then immediate.
-            loop = asyncio.get_running_loop()
-            s.waiter = loop.create_future()
-            timer = loop.call_later(timeout, s._wake)
-            try:
-                await s.waiter
-            finally:
-                timer.cancel()
-                s.waiter = None
-        s.woken = False
-        hint, s.rotation_hint = s.rotation_hint, False
-        if not s.closed:
-            self._chan.resume_reading()
-        return hint or s.closed
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._chan.close()
 
 
 class SSHHost:
@@ -161,42 +82,74 @@ class SSHHost:
         if port:
             self.name += f":{port}"
         self._conn: Any = None
-        self._sftp: Any = None
+        self._jumps: list[Any] = []
         self._listeners: list[Any] = []
+        self.files = SSHFiles(self)
+        self.transport_note: str | None = None  # how files are read, once known: see on_transport
+        self._said_transport: str | None = None
 
     # -- connection --------------------------------------------------------------------------------
 
-    def _connect_kwargs(self) -> dict[str, Any]:
+    def _base_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "keepalive_interval": self.keepalive_interval,
                               "keepalive_count_max": 3}
-        if self.user:
-            kw["username"] = self.user
-        if self.port:
-            kw["port"] = self.port
         if self.options.ssh_config:
             kw["config"] = [self.options.ssh_config]
         if self.options.identities:
             kw["client_keys"] = list(self.options.identities)
-        if self.options.known_hosts:
-            kh = self.options.known_hosts
-            # A known_hosts file not created yet trusts nothing (strict), it is not an error.
-            kw["known_hosts"] = kh if os.path.exists(kh) else asyncssh.import_known_hosts("")
         return kw
+
+    async def _connect_one(self, host: str, user: str | None, port: int | None, label: str,
+                           tunnel: Any, depth: int) -> Any:
+        """One hop: its own ProxyJump chain first (from the config), then this connection."""
+        dest = destination(host, user, port, self.options)
+        if tunnel is None and dest.proxy_jump and depth < MAX_JUMPS:
+            tunnel = await self._open_jumps(dest, label, depth)
+        check = HostKeyCheck(dest, label)
+        kw = self._base_kwargs() | check.connect_kwargs()
+        if user:
+            kw["username"] = user
+        if port:
+            kw["port"] = port
+        kw["tunnel"] = tunnel if tunnel is not None else ()
+        try:
+            conn = await asyncssh.connect(host, **kw)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise check.refusal or _host_error(exc, label) from None
+        except asyncssh.PermissionDenied as exc:
+            check.record()  # the key exchange was verified before authentication failed
+            raise _host_error(exc, label) from None
+        except HostKeyError:
+            raise
+        except Exception as exc:
+            raise _host_error(exc, label) from None
+        try:
+            check.record()
+        except HostKeyError:
+            conn.close()
+            raise
+        return conn
+
+    async def _open_jumps(self, dest: Destination, label: str, depth: int) -> Any:
+        """Connect through every ProxyJump hop of `dest`, in order; returns the last hop's connection."""
+        tunnel = None
+        for hop in (dest.proxy_jump or "").split(","):
+            if not hop.strip():
+                continue
+            user, name, port = parse_jump(hop)
+            hop_label = f"{hop.strip()} (ProxyJump of {label})"
+            conn = await self._connect_one(name, user, port, hop_label, tunnel, depth + 1)
+            self._jumps.append(conn)
+            tunnel = conn
+        return tunnel
 
     async def connect(self) -> None:
         try:
-            self._conn = await asyncssh.connect(self.host, **self._connect_kwargs())
-        except asyncssh.HostKeyNotVerifiable:
-            from spectui.sources.hostkeys import handle_untrusted_key
-
-            await handle_untrusted_key(self)  # refuses with the fingerprint, or records it (accept-new)
-            try:
-                self._conn = await asyncssh.connect(self.host, **self._connect_kwargs())
-            except Exception as exc:
-                raise _host_error(exc, self.name) from None
-        except Exception as exc:
-            raise _host_error(exc, self.name) from None
-        self._sftp = None
+            self._conn = await self._connect_one(self.host, self.user, self.port, self.name, None, 0)
+        except BaseException:
+            await self._drop()
+            raise
+        self.files.reset()
 
     async def reconnect(self) -> None:
         await self._drop()
@@ -207,13 +160,15 @@ class SSHHost:
             with contextlib.suppress(Exception):
                 lst.close()
         self._listeners.clear()
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-                async with asyncio.timeout(2):
-                    await self._conn.wait_closed()
+        for conn in [self._conn, *reversed(self._jumps)]:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                    async with asyncio.timeout(2):
+                        await conn.wait_closed()
         self._conn = None
-        self._sftp = None
+        self._jumps.clear()
+        self.files.reset()
 
     async def close(self) -> None:
         await self._drop()
@@ -223,13 +178,23 @@ class SSHHost:
             raise ConnectError(f"{self.name}: not connected")
         return self._conn
 
-    async def _sftp_client(self) -> Any:
-        if self._sftp is None:
-            try:
-                self._sftp = await self._need().start_sftp_client()
-            except (asyncssh.Error, OSError) as exc:
-                raise _host_error(exc, self.name) from None
-        return self._sftp
+    # -- transport ---------------------------------------------------------------------------------
+
+    @property
+    def transport(self) -> str | None:
+        """How files are read on this connection: "sftp", "exec" (SFTP refused), None (not yet known)."""
+        return self.files.transport
+
+    def on_transport(self, transport: str, reason: str) -> None:
+        """Called by SSHFiles when a connection's transport is decided; logs it when it changes."""
+        if transport == "exec":
+            self.transport_note = (f"the server refused SFTP ({reason or 'no sftp subsystem'}); reading "
+                                   "files with exec'd `tail -c`/`head -c` at tracked offsets")
+        else:
+            self.transport_note = "reading files over SFTP"
+        if transport != self._said_transport:
+            self._said_transport = transport
+            log.info("%s: %s", self.name, self.transport_note)
 
     # -- Host protocol -----------------------------------------------------------------------------
 
@@ -237,15 +202,27 @@ class SSHHost:
         self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False
     ) -> RunResult:
         argv = list(argv)
+        res = await self._exec(argv, timeout, None)
+        status = res.exit_status if res.exit_status is not None else 255
+        result = RunResult(status, _text(res.stdout), _text(res.stderr))
+        return check_result(argv, result, self.name) if check else result
+
+    async def run_bytes(self, argv: Sequence[str], *, timeout: float | None = None) -> tuple[int, bytes]:
+        """(exit status, raw stdout) of argv: for the exec'd file reads, whose bytes are not text."""
+        res = await self._exec(list(argv), timeout, "bytes")
+        status = res.exit_status if res.exit_status is not None else 255
+        return status, bytes(res.stdout or b"")
+
+    async def _exec(self, argv: list[str], timeout: float | None, raw: str | None) -> Any:
+        kw: dict[str, Any] = {"timeout": timeout}
+        if raw:
+            kw["encoding"] = None
         try:
-            res = await self._need().run(shlex.join(argv), timeout=timeout)
+            return await self._need().run(shlex.join(argv), **kw)
         except asyncssh.TimeoutError:
             raise RemoteCommandError(f"{self.name}: `{argv[0]}` did not finish within {timeout:g} s") from None
         except (asyncssh.Error, OSError) as exc:
             raise _host_error(exc, self.name) from None
-        status = res.exit_status if res.exit_status is not None else 255
-        result = RunResult(status, _text(res.stdout), _text(res.stderr))
-        return check_result(argv, result, self.name) if check else result
 
     async def stat(self, path: str) -> FileStat | None:
         res = await self.run(["stat", "-L", "-c", "%s %i %Y", "--", path])
@@ -257,32 +234,28 @@ class SSHHost:
         except ValueError:
             return None
 
-    async def open(self, path: str) -> SFTPFile:
-        sftp = await self._sftp_client()
-        try:
-            # block_size=0: one READ request per call. asyncssh's parallel reader would split a read
-            # past EOF into requests whose EOF errors nobody retrieves (printed at exit).
-            return SFTPFile(await sftp.open(path, "rb", block_size=0), self.name)
-        except asyncssh.SFTPNoSuchFile:
-            raise FileNotFoundError(path) from None
-        except asyncssh.SFTPPermissionDenied:
-            raise PermissionError(path) from None
-        except (asyncssh.Error, OSError) as exc:
-            raise _host_error(exc, self.name) from None
+    # File-read primitives, over SFTP or (refused) exec: see sshfiles.SSHFiles.
+    async def open(self, path: str) -> SFTPFile | ExecFile:
+        return await self.files.open(path)
 
     async def read_range(self, path: str, offset: int, length: int) -> bytes:
-        f = await self.open(path)
-        try:
-            return await f.read(offset, length)
-        finally:
-            await f.close()
+        return await self.files.read(path, offset, length)
 
     async def read_file(self, path: str) -> bytes:
-        f = await self.open(path)
-        try:
-            return await f.read(0, await f.size())
-        finally:
-            await f.close()
+        return await self.files.read_all(path)
+
+    async def file_size(self, path: str) -> int | None:
+        return await self.files.size(path)
+
+    async def exists(self, path: str) -> bool:
+        return await self.files.exists(path)
+
+    async def listdir(self, path: str) -> list[str]:
+        return await self.files.listdir(path)
+
+    async def locate(self, folder: str, inode: int) -> str | None:
+        """The path in `folder` with this inode (where a rename moved a followed file), or None."""
+        return await self.files.locate(folder, inode)
 
     async def notifier(self, path: str) -> TailNotifier:
         # -c1: the last byte comes at once, telling the tail the notifier is watching (no start-up race).

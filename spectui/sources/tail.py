@@ -5,7 +5,10 @@ tracks: `offset` is always the end of the last complete line handed out, and a p
 until its newline arrives. After a dropped connection the tail reconnects with backoff, reopens the file
 and resumes at `offset`, so nothing is lost or repeated. Rotation is detected by identity: a rename makes
 the path's inode differ from the followed one (the old handle is drained to its end first, then the new
-file is followed from its start); copytruncate shows as the file shrinking below the read position.
+file is followed from its start); copytruncate shows as the file shrinking below the read position. A
+rename while the connection is down is found on reconnect: the old inode is looked up in the log's folder
+(`host.locate`) and read to its end before the new file, so the lines written between the drop and the
+rename are not lost. The host's transport (SFTP or exec reads) is said once, in the connected message.
 The host's notifier wakes the loop when the file changes (a remote `tail -F` or a local poll); a slow
 periodic check catches anything a notifier missed.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import posixpath
 import time
 from collections.abc import AsyncIterator
 
@@ -50,6 +54,7 @@ class LogTail:
         self.next_line = 1  # number (in the file) of the next complete line
         self.inode: int | None = None
         self._partial = b""
+        self._told: str | None = None  # the host's transport note, once said
 
     def __aiter__(self) -> AsyncIterator[TailEvent]:
         return self._events()
@@ -99,23 +104,33 @@ class LogTail:
             announced = False
             if self.inode is None:
                 self.inode = st.inode
-                yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
+                yield TailState(ConnState.CONNECTED, self._following())
                 announced = True
                 if not self.from_start:
                     async for ev in self._backfill(f, size):
                         yield ev
             elif st.inode != self.inode:
+                # Renamed while the connection was down: the old file (same inode, same folder) may hold
+                # lines written between the drop and the rename. Read it to its end, then the new one.
+                old = await self._locate(self.inode)
+                if old is not None:
+                    async for ev in self._finish(old):
+                        yield ev
+                    detail = (f"log was rotated while disconnected; read the rest of {old}, now following "
+                              "the new file from its start")
+                else:
+                    detail = ("log was rotated while disconnected and the old file is gone from its folder; "
+                              "following the new file from its start (lines written to the old one "
+                              "meanwhile are not shown)")
                 self._restart(st.inode)
-                yield TailState(ConnState.CONNECTED, "log was rotated while disconnected; following the new "
-                                "file from its start (lines written to the old one meanwhile are not shown)",
-                                rotated=True)
+                yield TailState(ConnState.CONNECTED, detail, rotated=True)
             elif size < self.offset:
                 self._restart(st.inode)
                 yield TailState(ConnState.CONNECTED, "log was truncated; following it from its start",
                                 rotated=True)
             notifier = await self.host.notifier(self.path)
             if not announced:
-                yield TailState(ConnState.CONNECTED, f"following {self.path} on {self.host.name}")
+                yield TailState(ConnState.CONNECTED, self._following())
             # A notifier starts watching a moment after it starts: check once soon, in case a
             # rotation fell into that gap, then every `identity_check` seconds or on a hint. The check
             # (a remote `stat`, ~100s of ms over SSH) runs beside the reads so it never delays a line.
@@ -163,6 +178,42 @@ class LogTail:
             await f.close()
             if notifier is not None:
                 await notifier.close()
+
+    def _following(self) -> str:
+        """The connected message; it says how the host reads files the first time that is known."""
+        text = f"following {self.path} on {self.host.name}"
+        note = getattr(self.host, "transport_note", None)
+        if isinstance(note, str) and note != self._told:
+            self._told = note
+            text += f" ({note})"
+        return text
+
+    async def _locate(self, inode: int | None) -> str | None:
+        """Where the followed inode went: a path in the log's folder (not the log's own path), or None."""
+        locate = getattr(self.host, "locate", None)
+        if inode is None or locate is None:
+            return None
+        with contextlib.suppress(HostError, OSError, ValueError):
+            found = await locate(posixpath.dirname(self.path) or ".", inode)
+            if found and posixpath.normpath(found) != posixpath.normpath(self.path):
+                return str(found)
+        return None
+
+    async def _finish(self, path: str) -> AsyncIterator[TailLines]:
+        """Read the rotated-away file `path` from the tracked offset to its end (its last line too)."""
+        try:
+            f = await self.host.open(path)
+        except (FileNotFoundError, PermissionError):
+            return
+        try:
+            if await f.size() < self.offset:
+                return  # truncated before it was renamed: nothing there is after our offset
+            async for ev in self._drain(f):
+                yield ev
+            if self._partial:
+                yield self._emit([self._partial])
+        finally:
+            await f.close()
 
     def _restart(self, inode: int | None) -> None:
         self.inode, self.offset, self.next_line, self._partial = inode, 0, 1, b""
