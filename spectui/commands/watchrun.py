@@ -27,10 +27,13 @@ class Printer:
         self.out = out or sys.stdout
         self._flush_pending = False
         self._broken = False
+        self.errors = 0  # error-severity diagnoses printed: the exit code is 1 when there were any
 
     def __call__(self, ev: dict[str, Any]) -> None:
         if self._broken:
             raise BrokenPipeError  # the reader went away (`watch … | head`): end like grep does
+        if ev.get("type") == "diagnosis" and ev.get("severity") == "error":
+            self.errors += 1
         text = json.dumps(ev, ensure_ascii=False) if self.jsonl else human(ev)
         if text is None:
             return
@@ -134,7 +137,7 @@ def _stdin_events(args: Any, emit: Printer) -> int:
         n += 1
     for ev in builder.finish():
         emit(ev)
-    return 0
+    return 1 if emit.errors else 0
 
 
 async def watch_main(args: Any) -> int:
@@ -154,4 +157,4 @@ async def watch_main(args: Any) -> int:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    return 0
+    return 1 if emit.errors else 0  # CONTRACTS: 1 when an error-severity diagnosis was seen

@@ -37,8 +37,9 @@ def ssh_opts(sshd: Sshd, known_hosts: Path | None = None) -> list[str]:
 def test_watch_over_ssh_finds_the_simulator_and_prints_its_decode_lines(sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     argv = [sys.executable, "-m", "spectui.sim",
-            *SCENARIOS["healthy"].argv(host="127.0.0.1", port=free_port(), time_scale=30, traffic=8)]
-    with started(argv, log) as sim:
+            *SCENARIOS["healthy"].argv(host="127.0.0.1", port=free_port())]
+    knobs = SCENARIOS["healthy"].env(time_scale=30, traffic=8)  # SPECTUI_SIM_* variables
+    with started(argv, log, env=knobs) as sim:
         wait_for_text(log, "Decode batch")
         proc = subprocess.Popen([sys.executable, "-m", "spectui", "watch", sshd.target, "--pid", str(sim.pid),
                                  "--jsonl", "--duration", "120", *ssh_opts(sshd)],
@@ -163,3 +164,18 @@ def test_pid_that_is_not_sglang(tmp_path: Path) -> None:
         res = spectui("watch", "local", "--pid", str(proc.pid))
     assert res.returncode == 1 and "not an SGLang server" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_watch_stdin_exits_1_on_an_error_diagnosis_and_0_without() -> None:
+    # The seed's first incident (seeds/000): vLLM's flag name, rejected by SGLang's argparse.
+    bad = ("python3 -m sglang.launch_server --num-speculative-tokens 16\nusage: launch_server.py [-h]\n"
+           "launch_server.py: error: unrecognized arguments: --num-speculative-tokens 16\n")
+    res = subprocess.run([sys.executable, "-m", "spectui", "watch", "-", "--jsonl"], input=bad,
+                         capture_output=True, text=True, timeout=60)
+    events = [json.loads(x) for x in res.stdout.splitlines()]
+    assert any(e["type"] == "diagnosis" and e["severity"] == "error" for e in events)
+    assert res.returncode == 1, res.stderr
+    ok = "[2025-01-01 10:00:00] Decode batch. #running-req: 1, #token: 10, token usage: 0.01, accept len: 3.10\n"
+    res = subprocess.run([sys.executable, "-m", "spectui", "watch", "-", "--jsonl"], input=ok,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
