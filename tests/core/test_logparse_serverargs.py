@@ -57,3 +57,90 @@ def test_cut_short_keeps_only_complete_pairs() -> None:
 def test_not_a_server_args_value() -> None:
     assert parse_server_args("something else") is None
     assert parse_server_args("ServerArgs(") == {}
+
+
+# --- which server_args= line is the effective config -------------------------------------------------------
+# 0.5.19+ logs `server_args={...}` = resolved_dict() after resolution; 0.5.23's Python Engine(...) API logs one
+# more `server_args={...}` in Engine.__init__ BEFORE resolution, with the parsed values. <= 0.5.18 logs
+# `server_args=ServerArgs(...)` after __post_init__ (resolved). The values are what spectui's resolver gives
+# for the launch (it agrees with real SGLang on tests/data/resolution): parsed = server_args, resolved = effective.
+def _pair() -> tuple[dict, dict]:
+    from spectui.core.launch.resolve import resolve
+
+    res = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d",
+                   "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                   "--speculative-num-draft-tokens", "8"], "0.5.23", model_arch="LlamaForCausalLM")
+    assert res.server_args is not None and res.effective is not None
+    return dict(res.server_args), dict(res.effective)
+
+
+def _decode(n: int) -> list[str]:
+    return [f"[2026-11-30 14:23:{i:02d} TP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
+            "accept len: 2.10, accept rate: 0.70, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0, "
+            for i in range(n)]
+
+
+def _run(lines: list[str]):
+    from spectui.core.log.pipeline import Pipeline
+    from spectui.core.rules.engine import RuleEngine
+
+    engine = RuleEngine([])
+    pipe = Pipeline(engine=engine)
+    pipe.feed_lines(lines)
+    pipe.finish()
+    return pipe, engine
+
+
+ADJUST = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"
+
+
+def test_looks_resolved_tells_the_parsed_line_from_the_resolved_one() -> None:
+    from spectui.core.log.serverargs import looks_resolved, prefer_server_args, unresolved_fields
+
+    parsed, resolved = _pair()
+    assert not looks_resolved(parsed) and "speculative_num_draft_tokens" not in unresolved_fields(parsed)
+    assert set(unresolved_fields(parsed)) == {"page_size", "max_running_requests"}
+    assert looks_resolved(resolved)
+    assert prefer_server_args(parsed, resolved) is resolved
+    assert prefer_server_args(resolved, parsed) is resolved  # the other order
+    assert prefer_server_args(None, parsed) is parsed
+
+
+def test_engine_api_pair_is_one_launch_with_the_resolved_values() -> None:
+    parsed, resolved = _pair()
+    lines = [f"[2026-11-30 14:22:10] server_args={parsed!r}", f"[2026-11-30 14:22:11] {ADJUST}",
+             f"[2026-11-30 14:22:12] server_args={resolved!r}", *_decode(3)]
+    pipe, engine = _run(lines)
+    assert pipe.snapshot.launch == 1
+    assert pipe.snapshot.server_args is not None
+    assert pipe.snapshot.server_args["speculative_num_draft_tokens"] == 4
+    assert pipe.snapshot.server_args["max_running_requests"] == 48
+    assert engine._config.effective("speculative_num_draft_tokens") == 4
+
+
+def test_pair_in_the_other_order_still_takes_the_resolved_values() -> None:
+    parsed, resolved = _pair()
+    lines = [f"[2026-11-30 14:22:10] server_args={resolved!r}", f"[2026-11-30 14:22:12] server_args={parsed!r}",
+             *_decode(2)]
+    pipe, engine = _run(lines)
+    assert pipe.snapshot.launch == 1 and pipe.snapshot.server_args is not None
+    assert pipe.snapshot.server_args["speculative_num_draft_tokens"] == 4
+    assert engine._config.effective("max_running_requests") == 48
+
+
+def test_serverargs_repr_form_and_pylogging_prefix() -> None:
+    parsed, resolved = _pair()
+    body = ", ".join(f"{k}={v!r}" for k, v in resolved.items())
+    for line in (f"[2025-12-03 10:00:00] server_args=ServerArgs({body})",
+                 f"INFO:sglang.srt.entrypoints.engine:server_args={resolved!r}"):
+        pipe, engine = _run([line, *_decode(2)])
+        assert pipe.snapshot.server_args is not None, line
+        assert pipe.snapshot.server_args["speculative_num_draft_tokens"] == 4
+        assert engine._config.effective("speculative_num_draft_tokens") == 4
+
+
+def test_relaunch_after_serving_is_a_new_launch() -> None:
+    _parsed, resolved = _pair()
+    line = f"[2026-11-30 14:22:12] server_args={resolved!r}"
+    pipe, _engine = _run([line, *_decode(2), line, *_decode(1)])
+    assert pipe.snapshot.launch == 2

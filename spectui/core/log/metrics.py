@@ -22,6 +22,7 @@ from spectui.core.log.records import (
     Record,
     WarningEvent,
 )
+from spectui.core.log.serverargs import prefer_server_args
 
 
 class ServerPhase(StrEnum):
@@ -70,6 +71,9 @@ EMPTY_SNAPSHOT = MetricSnapshot(0, None, ServerPhase.UNKNOWN, 0, Stat(), Stat(),
 _LOADING = {MilestoneKind.DIST_INIT, MilestoneKind.WEIGHTS_BEGIN, MilestoneKind.WEIGHTS_LOADED,
             MilestoneKind.DRAFT_WEIGHTS_LOADED, MilestoneKind.KV_ALLOCATED, MilestoneKind.MEMORY_POOL_END}
 _UP = {ServerPhase.READY, ServerPhase.SERVING, ServerPhase.STOPPED}
+# 0.5.23's Engine(...) API logs server_args= before resolution (parsed values) and again after it; only
+# resolution warnings come between the two.
+_ARGS_PAIR_LINES = 40
 _CRASH_SETTLE_LINES = 20  # other ranks keep logging start-up lines for a moment after one rank crashed
 _SERIES_LEN = 300
 MAX_LAUNCHES_KEPT = 1000  # snapshot_all() keeps the most recent launches
@@ -121,6 +125,7 @@ class _Launch:
         self.token_usage: float | None = None
         self.graph: bool | None = None
         self.server_args: Mapping[str, object] | None = None
+        self.server_args_line = 0
         self.last_line = first_line
         # the DP interval being summed: rank -> sample
         self.group: dict[int, DecodeSample] = {}
@@ -228,8 +233,9 @@ class MetricsTracker:
         )
         if isinstance(rec, Milestone):
             kind = rec.kind
-            if kind is MilestoneKind.SERVER_ARGS:
-                return not (phase is ServerPhase.STARTING and cur.server_args is None)
+            if kind is MilestoneKind.SERVER_ARGS:  # a second line right after the first is the same launch
+                pair = cur.samples == 0 and rec.line - cur.server_args_line <= _ARGS_PAIR_LINES
+                return not (phase is ServerPhase.STARTING and (cur.server_args is None or pair))
             if kind is MilestoneKind.ARGPARSE_USAGE:
                 return not fresh
             if kind in (MilestoneKind.WEIGHTS_BEGIN, MilestoneKind.DIST_INIT):
@@ -277,7 +283,8 @@ class MetricsTracker:
     def _milestone(self, cur: _Launch, rec: Milestone) -> None:
         kind = rec.kind
         if kind is MilestoneKind.SERVER_ARGS:
-            cur.server_args = rec.detail
+            cur.server_args = prefer_server_args(cur.server_args, rec.detail)  # the resolved one of a pair
+            cur.server_args_line = rec.line
         if cur.phase in (ServerPhase.CRASHED, ServerPhase.STOPPED):
             return
         if kind in _LOADING:

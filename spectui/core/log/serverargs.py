@@ -1,5 +1,9 @@
 """Parse SGLang's `server_args=ServerArgs(k=v, ...)` / `server_args={...}` log line into a dict, safely.
 
+Both forms carry resolved values: `ServerArgs(...)` (<= 0.5.18) is printed after `__post_init__`, the dict
+(0.5.19+) is `resolved_dict()` after `resolve_once`. Only 0.5.23's Python `Engine(...)` API logs one more
+dict BEFORE resolution, with the parsed values: `prefer_server_args` keeps the resolved one.
+
 The text is a Python repr. It is split at top-level commas by a small scanner that respects quotes and
 brackets; each value goes through `ast.literal_eval` (literals only, never code) and is kept as its raw
 text when it is not a literal (e.g. `device(type='cuda')`). A line cut short keeps every complete pair.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 
 _MAX_REPR = 2_000_000  # a real server_args line is ~10 kB; refuse pathological ones
 _KW_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*=")
@@ -100,3 +105,35 @@ def parse_server_args(text: str) -> dict[str, object] | None:
                 out[str(_value(key))] = _value(value)
         return out
     return None
+
+
+# Fields SGLang's resolution always fills: still None means the line was logged before resolution (0.5.23's
+# Python `Engine(...)` logs `server_args={...}` once in `Engine.__init__` with the parsed values, then again
+# after `resolve_once` with the resolved ones). page_size is resolved from the attention backend in every
+# release; the speculative ones whenever an algorithm is set.
+_ALWAYS_RESOLVED = ("page_size",)
+_SPEC_RESOLVED = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+                  "max_running_requests")
+
+
+def unresolved_fields(args: Mapping[str, object]) -> list[str]:
+    """Fields of a parsed `server_args=` line that resolution would have filled but are still None."""
+    names = [k for k in _ALWAYS_RESOLVED if k in args]
+    if args.get("speculative_algorithm") not in (None, "", "None"):
+        names += [k for k in _SPEC_RESOLVED if k in args]
+    return [k for k in names if args.get(k) is None]
+
+
+def looks_resolved(args: Mapping[str, object]) -> bool:
+    """True when the line carries resolved values (what the server runs with)."""
+    return not unresolved_fields(args)
+
+
+def prefer_server_args(old: Mapping[str, object] | None, new: Mapping[str, object]) -> Mapping[str, object]:
+    """Two `server_args=` lines of one launch, in log order: the resolved one wins whichever comes first;
+    when both look alike, the later one (SGLang logs the resolved values last)."""
+    if old is None:
+        return new
+    if looks_resolved(old) and not looks_resolved(new):
+        return old
+    return new

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spectui.core.log.serverargs import prefer_server_args
+
 
 def _number(text: str) -> Any:
     for cast in (int, float):
@@ -75,7 +77,8 @@ class ConfigContext:
         self.draft_arch: str | None = None
 
     def set_server_args(self, args: Mapping[str, object]) -> None:
-        self.server_args = dict(args)
+        """A `server_args=` line of this launch; of a parsed-values / resolved pair the resolved one wins."""
+        self.server_args = dict(prefer_server_args(self.server_args, args))
 
     def clear_launch(self) -> None:
         """A new launch in the stream: its own server_args= line and weight loads will follow."""
