@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from spectui.core.launch.catalogue import load_catalogue, pick_version
-from spectui.core.launch.command import LaunchCommand, parse_command
+from spectui.core.launch.command import LaunchCommand
 from spectui.core.launch.explain import error_fix
+from spectui.core.launch.pasted import parse_pasted
 from spectui.core.launch.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
 from spectui.core.text import terminal_safe
 from spectui.errors import CommandParseError
@@ -28,6 +29,7 @@ class FlagsReport:
     model_arch: str | None
     arch_source: str  # "--model-arch", "<path>/config.json", or why it is unknown
     skipped: tuple[tuple[str, str], ...] = ()  # (flag, placeholder value) left out of the resolution
+    assumed: str | None = None  # what was assumed about a pasted command (flags alone: the program)
 
     def effective_view(self) -> dict[str, Any] | None:
         eff = self.resolution.effective
@@ -55,7 +57,8 @@ class FlagsReport:
         }
 
     def notes(self) -> list[str]:
-        out = [self.version_note] if self.version_note else []
+        out = [self.assumed] if self.assumed else []
+        out += [self.version_note] if self.version_note else []
         out += [a for a in self.resolution.assumptions if a != self.version_note]
         if self.model_arch is None:
             out.append(f"target architecture unknown: {self.arch_source}; pass --model-arch ARCH (it decides "
@@ -95,7 +98,7 @@ def _diagnosis(n: FlagNote) -> dict[str, Any]:
 def build_report(text: str | Sequence[str], *, version: str | None, model_arch: str | None,
                  device: str = "cuda") -> FlagsReport:
     try:
-        cmd = parse_command(text)
+        cmd, assumed = parse_pasted(text)  # the flags alone: `python -m sglang.launch_server` assumed
     except CommandParseError as exc:
         raise FlagsInputError(str(exc)) from None
     try:
@@ -105,7 +108,7 @@ def build_report(text: str | Sequence[str], *, version: str | None, model_arch: 
     arch, source = (model_arch, "--model-arch") if model_arch else _arch_from_config(cmd, picked)
     args, skipped = _without_typed_placeholders(cmd, picked)
     res = resolve(args, version or picked, model_arch=arch, env=dict(cmd.env), device=device, entry=cmd.entry)
-    return FlagsReport(cmd, res, note, arch, source, skipped)
+    return FlagsReport(cmd, res, note, arch, source, skipped, assumed)
 
 
 def _without_typed_placeholders(cmd: LaunchCommand, version: str) -> tuple[list[str], tuple[tuple[str, str], ...]]:

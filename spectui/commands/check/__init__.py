@@ -79,10 +79,12 @@ def _build_engine(args: argparse.Namespace) -> Any:
         print(f"spectui check: {error}", file=sys.stderr)
     launch = None
     if args.launch:
-        from spectui.core.rules.examples import parse_launch
+        from spectui.core.launch.pasted import parse_pasted
 
         try:
-            launch = parse_launch(args.launch)
+            launch, assumed = parse_pasted(args.launch)  # the flags alone: launch_server assumed
         except CommandParseError as exc:
             raise CheckInputError(f"--launch: {exc}") from None
+        if assumed:
+            print(f"spectui check: --launch: {assumed}", file=sys.stderr)
     return RuleEngine(rules, launch=launch, version=args.sglang_version, baseline_tps=args.baseline_tps)

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spectui.core.launch.command import LaunchCommand, parse_command
+from spectui.core.launch.command import LaunchCommand
+from spectui.core.launch.pasted import parse_pasted
 from spectui.core.rules.compile import Rule
 from spectui.core.rules.engine import Diagnosis, RuleEngine
 
@@ -29,8 +30,8 @@ class ExampleResult:
 
 
 def parse_launch(text: str) -> LaunchCommand:
-    """The example's launch command (core.launch.parse_command)."""
-    return parse_command(text)
+    """A launch command as pasted (core.launch.pasted): the flags alone mean `python -m sglang.launch_server`."""
+    return parse_pasted(text)[0]
 
 
 def example_lines(example: Example) -> list[str]:
