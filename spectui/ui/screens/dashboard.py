@@ -92,7 +92,7 @@ class DashboardScreen(LogKeys, Screen):
         yield LogView(id="log", max_lines=self.max_log_lines)
         yield Input(id="prompt")
         yield GpuStrip(id="gpus")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the palette is ":" or ctrl+p (help); the keys need the room
 
     def on_mount(self) -> None:
         self.query_one("#spec").border_title = "speculative"
