@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "relaunch": ("spectui.commands.relaunch", "restart the server with edited flags (diff, verdict, confirm)"),
     "rules": ("spectui.commands.rules", "list, explain and test the diagnosis rules"),
     "fleet": ("spectui.commands.fleet", "every SGLang server a Prometheus scrapes, worst first"),
+    "inspect": ("spectui.commands.inspect", "is the draft checkpoint the problem? (config.json + safetensors headers)"),
 }
 
 

@@ -1,0 +1,197 @@
+"""`spectui inspect [TARGET] [--draft PATH] [--model PATH] [--launch CMD] [--sglang-version V] [--json]`:
+is the draft checkpoint the problem? Reads config.json and safetensors headers where the server runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.commands.sshopts import add_ssh_options
+
+    parser.add_argument("target", metavar="TARGET", nargs="?",
+                        help="where the server runs: local or [user@]host[:port]; its running SGLang server's "
+                             "draft is inspected there (omit it to inspect local paths)")
+    parser.add_argument("--draft", metavar="PATH", help="the draft checkpoint (directory or HF hub id)")
+    parser.add_argument("--model", metavar="PATH", help="the target model (directory or HF hub id)")
+    parser.add_argument("--launch", metavar="CMD", help="a launch command naming the model, draft and algorithm")
+    parser.add_argument("--sglang-version", metavar="V",
+                        help="SGLang release (default: the server's /server_info, else its log, else unknown)")
+    parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (CONTRACTS.md)")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.errors import SpectuiError
+
+    try:
+        done = asyncio.run(_run(args))
+    except SpectuiError as exc:
+        print(f"spectui inspect: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        import json
+
+        print(json.dumps(to_json(done), ensure_ascii=False))
+    else:
+        render(done)
+    return int(done.inspection.exit_code)
+
+
+def to_json(done: Any) -> dict[str, Any]:
+    """The contract's object, plus where the inputs came from ("source")."""
+    out = dict(done.inspection.to_json())
+    out["source"] = {"host": done.host, "pid": done.pid, "sglang_version": done.version,
+                     "sglang_version_from": done.version_from, "hf_cache": done.hf_cache,
+                     "bytes_read": done.reader.bytes_read}
+    return out
+
+
+async def _run(args: argparse.Namespace) -> Any:
+    from spectui.errors import CommandParseError, UsageError
+    from spectui.sources.ckptreader import inspect_launch
+    from spectui.sources.target import open_host, parse_target
+
+    launch = None
+    if args.launch:
+        from spectui.core.launch import parse_command
+
+        try:
+            launch = parse_command(args.launch)
+        except CommandParseError as exc:
+            raise UsageError(f"--launch: {exc}") from None
+    if args.target is None:
+        if not (args.draft or args.model or launch):
+            raise UsageError("nothing to inspect: give --draft PATH (and --model PATH), --launch CMD, "
+                             "or a TARGET host running SGLang")
+        return await inspect_launch(open_host(parse_target("local")), launch, version=args.sglang_version,
+                                    draft=args.draft, model=args.model)
+    target = parse_target(args.target)
+    if target.kind not in ("local", "ssh"):
+        raise UsageError(f"TARGET is a host (local or [user@]host[:port]), not a file ({args.target!r}); "
+                         "for checkpoint paths on this machine use --draft PATH --model PATH")
+    host = open_host(target, args, read_only=True)
+    if target.is_remote:
+        await host.connect()
+    try:
+        if args.draft or args.model or launch:
+            return await inspect_launch(host, launch, version=args.sglang_version, draft=args.draft,
+                                        model=args.model)
+        return await _inspect_running(host, args.pid, args.sglang_version, target.path)
+    finally:
+        await host.close()
+
+
+async def _inspect_running(host: Any, pid: int | None, version: str | None, log: str | None) -> Any:
+    from spectui.sources.ckptreader import inspect_server
+    from spectui.sources.discover import discover, pick_server
+
+    if log is not None and pid is None:  # `host:/path/to/log`: the server writing that log
+        for proc in await discover(host):
+            if log in (proc.log_path, getattr(proc, "stderr_path", None)):
+                pid = proc.pid
+    proc = await pick_server(host, pid)
+    done = await inspect_server(host, proc, version=version)
+    if done.version is None and proc.log_path:
+        guessed = await _log_version(host, proc.log_path)
+        if guessed:
+            done = await inspect_server(host, proc, version=guessed)
+            done.version_from = "log"
+    return done
+
+
+async def _log_version(host: Any, path: str) -> str | None:
+    """The release the log's first 256 KB point to, when they name one exactly (not a range)."""
+    from spectui.core.log.parse import LogParser, guess_version
+
+    try:
+        data = await host.read_range(path, 0, 256 * 1024)
+    except Exception:  # noqa: BLE001 - the log is optional evidence here
+        return None
+    parser = LogParser()
+    parser.feed_bytes(bytes(data))
+    parser.finish()
+    guess = guess_version(parser.version_hints)
+    return guess if guess and guess[:1].isdigit() else None
+
+
+# -- human output ---------------------------------------------------------------------------------
+
+
+def _n(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def summary_lines(done: Any) -> list[tuple[str, str]]:
+    """(label, text) rows: draft, target, launch, read. Shared with the cockpit's draft screen."""
+    res = done.inspection
+    d, t, launch = res.draft, res.target, res.launch or {}
+    rows: list[tuple[str, str]] = []
+    if d:
+        if d.get("error"):
+            rows.append(("draft", f"{d.get('path')}  (not read: {d['error']})"))
+        else:
+            vocab = _n(d.get("vocab_size")) + (f" -> {d['draft_vocab_size']}" if d.get("draft_vocab_size") else "")
+            rows.append(("draft", f"{d.get('path')}  {d.get('format')}  {', '.join(d.get('architectures') or []) or '?'}"
+                                  f"  hidden {_n(d.get('hidden_size'))}, {_n(d.get('num_layers'))} layer(s), vocab {vocab}"
+                                  f", ctx {_n(d.get('max_position_embeddings'))}, aux {_n(d.get('aux_layer_ids'))}"))
+    else:
+        rows.append(("draft", "(none given)"))
+    if t:
+        if t.get("error"):
+            rows.append(("target", f"{t.get('path')}  (not read)"))
+        else:
+            rows.append(("target", f"{t.get('path')}  {', '.join(t.get('architectures') or []) or '?'}  hidden "
+                                   f"{_n(t.get('hidden_size'))}, {_n(t.get('num_layers'))} layers, vocab "
+                                   f"{_n(t.get('vocab_size'))}, ctx {_n(t.get('max_position_embeddings'))}"))
+    alg = launch.get("algorithm")
+    rows.append(("launch", (f"{alg}  steps {_n(launch.get('steps'))}, topk {_n(launch.get('topk'))}, draft tokens "
+                            f"{_n(launch.get('draft_tokens'))}" if alg else "algorithm unknown")
+                 + f"  ·  SGLang {done.version or 'release unknown'}"
+                 + (f" ({done.version_from})" if done.version else "")))
+    where = f"{done.host}" + (f" pid {done.pid}" if done.pid else "")
+    rows.append(("read", f"{_size(done.reader.bytes_read)} on {where} (headers only)"))
+    return rows
+
+
+def render(done: Any, console: Any = None) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from spectui.core.text import terminal_safe_short
+
+    console = console or Console(highlight=False, soft_wrap=False)
+    for label, text in summary_lines(done):
+        line = Text(f"{label:<7}", style="bold")
+        line.append(terminal_safe_short(text, 400))
+        console.print(line)
+    findings = done.inspection.findings
+    if not findings:
+        console.print(Text("no findings: the draft looks loadable and consistent with the target", style="green"))
+        return
+    errors = sum(f.severity == "error" for f in findings)
+    console.print(Text(f"\n{len(findings)} finding(s), {errors} error(s)", style="bold"))
+    for f in findings:
+        head = Text(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE.get(f.severity, ""))
+        head.append(f"{f.category}  ", style="dim")
+        head.append(terminal_safe_short(f.title, 400))
+        console.print(head)
+        for ev in f.evidence[:6]:
+            console.print(Text(f"          · {terminal_safe_short(ev, 300)}", style="dim"))
+        if f.fix and f.fix != "none":
+            console.print(Text(f"          fix: {terminal_safe_short(f.fix, 300)}", style="green"))

@@ -1,0 +1,210 @@
+"""Draft-checkpoint inspection on a host: the core Reader over SSH, and the launch/environment of a server.
+
+`SSHReader` implements spectui.core.draft's Reader protocol on an SSHHost. Reads go through the host's
+file primitives (sshfiles: SFTP when the server offers it, exec'd `tail -c +N | head -c LEN` when it
+refuses SFTP); metadata (is it a regular file, a directory) over SFTP's stat, or one exec'd `sh` whose
+path is "$1" (never spliced into the script). `bytes_read` counts the bytes returned, which is how the
+inspector proves it read headers, not tensors.
+
+`launch_inputs` turns a launch (argv or a LaunchCommand) into what `core.draft.inspect` needs: the target
+and draft paths, the algorithm and steps/topk/draft tokens as SGLang resolves them (the rule engine's own
+config lookup, so the inspector and the rules agree). `inspect_server` does it for a discovered process:
+its argv, its HF cache from /proc/PID/environ, its release from /server_info (else the newest bundled).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat as statmod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spectui.core.draft import LocalReader, Reader, ReadError
+from spectui.errors import SpectuiError
+
+# $1 path. Out: "f SIZE" for a regular file, "d" for a directory (symlinks followed); exit 66: neither.
+_KIND_SH = ('if [ -f "$1" ]; then printf "f "; stat -L -c %s -- "$1"; elif [ -d "$1" ]; then echo d; '
+            'else exit 66; fi')
+
+
+class SSHReader:
+    """spectui.core.draft.Reader on an SSH host (connected): SFTP, or exec where SFTP is refused."""
+
+    def __init__(self, host: Any) -> None:
+        self.host = host
+        self.bytes_read = 0
+        self.calls = 0  # round trips made (reads + metadata), for tests and the human report
+
+    async def _sftp(self) -> Any:
+        files = getattr(self.host, "files", None)
+        return await files.sftp() if files is not None else None
+
+    async def read(self, path: str, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0:
+            raise ReadError(f"bad range {offset}+{length} for {path}")
+        self.calls += 1
+        try:
+            data = await self.host.read_range(path, offset, length)
+        except FileNotFoundError:
+            raise
+        except (PermissionError, OSError, SpectuiError) as exc:
+            raise ReadError(f"cannot read {path} on {self.host.name}: {exc or exc.__class__.__name__}") from exc
+        data = bytes(data[:length])
+        self.bytes_read += len(data)
+        return data
+
+    async def _kind(self, path: str) -> tuple[str, int] | None:
+        """("f", size) / ("d", 0) / None (absent, or neither a file nor a folder)."""
+        self.calls += 1
+        try:
+            sftp = await self._sftp()
+            if sftp is not None:
+                import asyncssh
+
+                try:
+                    attrs = await sftp.stat(path)  # follows symlinks
+                except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPPermissionDenied):
+                    return None
+                mode = attrs.permissions or 0
+                if statmod.S_ISREG(mode):
+                    return "f", int(attrs.size or 0)
+                return ("d", 0) if statmod.S_ISDIR(mode) else None
+            res = await self.host.run(["sh", "-c", _KIND_SH, "sh", path])
+        except SpectuiError as exc:
+            raise ReadError(f"cannot stat {path} on {self.host.name}: {exc}") from exc
+        except Exception as exc:  # asyncssh.Error and friends: a dropped link mid-inspection
+            raise ReadError(f"cannot stat {path} on {self.host.name}: {exc}") from exc
+        if res.exit_status != 0:
+            return None
+        words = res.stdout.split()
+        if words[:1] == ["f"] and len(words) == 2 and words[1].isdigit():
+            return "f", int(words[1])
+        return ("d", 0) if words == ["d"] else None
+
+    async def size(self, path: str) -> int | None:
+        kind = await self._kind(path)
+        return kind[1] if kind is not None and kind[0] == "f" else None
+
+    async def listdir(self, path: str) -> list[str] | None:
+        kind = await self._kind(path)
+        if kind is None or kind[0] != "d":
+            return None
+        self.calls += 1
+        try:
+            return sorted(await self.host.listdir(path))
+        except (FileNotFoundError, PermissionError):
+            return None
+        except (OSError, SpectuiError) as exc:
+            raise ReadError(f"cannot list {path} on {self.host.name}: {exc}") from exc
+
+
+def reader_for(host: Any) -> Reader:
+    """The Reader for a Host: this machine's files directly, an SSH host's through SSHReader."""
+    return LocalReader() if getattr(host, "name", "local") == "local" else SSHReader(host)
+
+
+@dataclass(frozen=True)
+class LaunchInputs:
+    """What the inspector takes from a launch (SGLang dest names' values, as resolved)."""
+
+    model: str | None
+    draft: str | None
+    algorithm: str | None
+    steps: int | None
+    topk: int | None
+    draft_tokens: int | None
+    version: str | None
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"model": self.model, "draft": self.draft, "algorithm": self.algorithm, "steps": self.steps,
+                "topk": self.topk, "draft_tokens": self.draft_tokens, "sglang_version": self.version}
+
+
+def launch_inputs(launch: Any, version: str | None = None) -> LaunchInputs:
+    """From a launch command (text, argv or LaunchCommand; raises CommandParseError on bad text)."""
+    from spectui.core.launch import parse_command
+    from spectui.core.rules.config import ConfigContext
+
+    cmd = parse_command(launch) if isinstance(launch, str | list | tuple) else launch
+    ctx = ConfigContext(launch=cmd, version=version)
+
+    def text(dest: str) -> str | None:
+        v = ctx.in_effect(dest)
+        return str(v) if v not in (None, "", False) else None
+
+    return LaunchInputs(text("model_path"), text("speculative_draft_model_path"), ctx.value("algorithm"),
+                        ctx.value("steps"), ctx.value("topk"), ctx.value("draft_tokens"), version)
+
+
+def hf_cache_of(env: Mapping[str, str]) -> str | None:
+    """The HF cache a process uses: HF_HUB_CACHE / HUGGINGFACE_HUB_CACHE, else HF_HOME, else ~/.cache."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        if env.get(name):
+            return env[name]
+    if env.get("XDG_CACHE_HOME"):
+        return posixpath.join(env["XDG_CACHE_HOME"], "huggingface")
+    return posixpath.join(env["HOME"], ".cache", "huggingface") if env.get("HOME") else None
+
+
+def _absolute(path: str | None, cwd: str) -> str | None:
+    """A relative checkpoint path of a server is relative to its working directory (not a hub id)."""
+    if not path or path.startswith("/") or not cwd:
+        return path
+    if path.startswith(("./", "../")) or path in (".", ".."):
+        return posixpath.normpath(posixpath.join(cwd, path))
+    return path  # `org/name` may be a hub id: the core tries it as a path first, then in the HF cache
+
+
+@dataclass
+class ServerInspection:
+    """The inspection of one server's draft, with where its inputs came from."""
+
+    inspection: Any  # core.draft.Inspection
+    pid: int | None
+    host: str
+    version: str | None
+    version_from: str  # "server_info", "given", "log", "newest bundled"
+    hf_cache: str | None
+    reader: Any
+
+
+async def inspect_server(host: Any, proc: Any, *, version: str | None = None,
+                         max_prompt_len: int | None = None) -> ServerInspection:
+    """Inspect the draft of the discovered server `proc` (sources.base.ServerProcess) on `host`."""
+    from spectui.core.draft import inspect
+
+    version_from = "given" if version else "newest bundled"
+    if version is None and proc.port is not None:
+        from spectui.sources.http import server_version
+
+        version = await server_version(host, proc.port, proc.host_addr)
+        version_from = "server_info" if version else version_from
+    inputs = launch_inputs(list(proc.argv), version)
+    hf = hf_cache_of(proc.env)
+    reader = reader_for(host)
+    kw = inputs.kwargs()
+    kw["model"], kw["draft"] = _absolute(inputs.model, proc.cwd), _absolute(inputs.draft, proc.cwd)
+    result = await inspect(reader, hf_cache=hf, max_prompt_len=max_prompt_len, **kw)
+    return ServerInspection(result, proc.pid, host.name, version, version_from, hf, reader)
+
+
+async def inspect_launch(host: Any, launch: Any, *, version: str | None = None, env: Mapping[str, str] | None = None,
+                         draft: str | None = None, model: str | None = None) -> ServerInspection:
+    """Inspect what a launch command names (and/or explicit paths) on `host` (local: this machine)."""
+    from spectui.core.draft import inspect
+
+    if isinstance(launch, str | list | tuple):
+        from spectui.core.launch import parse_command
+
+        launch = parse_command(launch)
+    inputs = (launch_inputs(launch, version) if launch is not None
+              else LaunchInputs(None, None, None, None, None, None, version))
+    kw = inputs.kwargs()
+    kw["draft"] = draft or inputs.draft
+    kw["model"] = model or inputs.model
+    hf = hf_cache_of(dict(env or {}) | dict(getattr(launch, "env", ()) or ()))
+    reader = reader_for(host)
+    result = await inspect(reader, hf_cache=hf, **kw)
+    return ServerInspection(result, None, getattr(host, "name", "local"), version,
+                            "given" if version else "newest bundled", hf, reader)
