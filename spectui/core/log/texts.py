@@ -63,7 +63,22 @@ NOTICE_WARNINGS: tuple[str, ...] = (
 )
 
 
+# Python logging's default format, what SGLang's loggers print when an embedding program (the Python
+# `Engine(...)` API, a notebook) called logging.basicConfig() first: "WARNING:sglang.srt.server_args:<text>".
+_PYLOGGING_DEFAULT = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[A-Za-z_][\w.]*:")
+
+
+def strip_logging_default(msg: str) -> str:
+    """`msg` without a leading "LEVEL:logger.name:" (Python logging's default format)."""
+    m = _PYLOGGING_DEFAULT.match(msg) if msg[:1] in "DIWEC" else None
+    return msg[m.end():] if m else msg
+
+
 def match_resolution_warning(msg: str) -> tuple[str, V | None, V | None] | None:
+    """The RESOLUTION_WARNINGS entry `msg` starts with, in every style SGLang logs it: bare (stderr before
+    logging is configured), after a `[ts]` / `date LEVEL pid [file:line]` prefix (the caller strips those),
+    or in Python logging's default "WARNING:sglang.srt.server_args:" form."""
+    msg = strip_logging_default(msg)
     first = msg.split(" ", 1)[0]
     if first not in _RESOLUTION_FIRST_WORDS:
         return None
