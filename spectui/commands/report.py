@@ -18,22 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here (default: stdout)")
 
 
-def looks_like_archive(path: str) -> bool:
-    """A gzip or tar file: read as a bundle (so a damaged or foreign archive gets the bundle's error)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(512)
-    except OSError:
-        return False
-    return head[:2] == b"\x1f\x8b" or head[257:262] == b"ustar"
-
-
 def bundle_path(text: str) -> str | None:
     """`text` when it names a local file that is (or claims to be) a bundle, else None."""
-    from spectui.bundle import is_bundle
+    from spectui.ui.bundle_replay import bundle_file
 
-    p = Path(text).expanduser()
-    return str(p) if p.is_file() and (is_bundle(p) or looks_like_archive(str(p))) else None
+    return bundle_file(text)
 
 
 def run(args: argparse.Namespace) -> int:

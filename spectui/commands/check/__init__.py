@@ -21,11 +21,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spectui.commands.check.bundle import is_bundle_input, open_bundle, remap_lines
     from spectui.commands.check.scan import CheckInputError, check_stream, open_input
+    from spectui.errors import InputError
 
+    bundle = None
     try:
-        stream, name = open_input(args.path)
-    except CheckInputError as exc:
+        if is_bundle_input(args.path):  # an incident bundle: its log, launch command and SGLang version
+            stream, name, bundle = open_bundle(args)
+        else:
+            stream, name = open_input(args.path)
+    except (CheckInputError, InputError) as exc:
         print(f"spectui check: {exc}", file=sys.stderr)
         return 2
     try:
@@ -46,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if bundle is not None:
+        result = remap_lines(result, bundle)  # line numbers of the original log, not of the bundle's cut
     if args.json:
         import json
 
