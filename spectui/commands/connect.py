@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
     parser.add_argument("--server-port", type=int, metavar="N", help="the server's HTTP port (default: discovered)")
     parser.add_argument("--read-only", action="store_true", help="watch only: relaunch is disabled")
+    parser.add_argument("--speed", type=float, default=1.0, metavar="X",
+                        help="TARGET is an incident bundle: replay it X times faster than real time (default 1)")
     add_ssh_options(parser)
 
 
@@ -117,14 +119,16 @@ async def build_session(args: argparse.Namespace) -> Any:
 
 async def _main(args: argparse.Namespace) -> int:
     from spectui.ui.app import SpectuiApp
+    from spectui.ui.bundle_replay import replay_if_bundle
 
-    session = await build_session(args)
+    session = replay_if_bundle(args) or await build_session(args)  # a bundle: replayed, read-only
     try:
         app = SpectuiApp(session)
         await app.run_async()
         return app.return_code or 0
     finally:
-        await session.host.close()
+        if session.host is not None:
+            await session.host.close()
 
 
 def run_demo(args: argparse.Namespace) -> int:
