@@ -77,7 +77,7 @@ class HostKeyCheck:
         """A key no file trusts: refuse it (recording why) or accept it as new."""
         fp, alg = key.get_fingerprint("sha256"), key.get_algorithm()
         entry = self.dest.entry
-        holders = self._holders(host, port)
+        holders = self._holders(host, None if port == 22 else port)
         if holders:
             fixes = " and ".join(f"`ssh-keygen -R '{entry}' -f {p}`" for p in holders)
             self.refusal = HostKeyError(

@@ -2,9 +2,10 @@
 
 Both transports give the same primitives (`SSHFiles`: open, read, size, exists, listdir, locate) and the
 same guarantee the tail builds on: an open file keeps reading the inode it opened, across a rename.
-SFTP does that with an open handle. The exec fallback opens the path on fd 3 inside one `sh -c` per read,
-checks the inode of what it opened (`stat -L /dev/fd/3`), and reads `tail -c +OFFSET <&3 | head -c N`
-from that descriptor (GNU tail seeks on a regular file, so a read costs its bytes, not the offset). When
+SFTP does that with an open handle. The exec fallback sends reads to one long-running `sh` loop per
+connection (sshreader; a one-shot `sh -c` per read for a path it cannot frame in a line), which opens
+the path on fd 3, checks the inode of what it opened (`stat -L /dev/fd/3`), and reads
+`tail -c +OFFSET <&3 | head -c N` from that descriptor (GNU tail seeks on a regular file, so a read costs its bytes, not the offset). When
 the path now names another file (rotated by rename) it finds the inode again in the same folder
 (`find -maxdepth 1 -inum`) and reads there. Every argv element is quoted with shlex; the scripts are fixed
 text taking the path as "$1", never spliced into the command line.
@@ -19,6 +20,7 @@ from typing import Any
 import asyncssh
 
 from spectui.sources.ssherrors import host_error
+from spectui.sources.sshreader import ExecReader, framable
 
 # One line each: a login shell (csh too) gets them as one single-quoted word.
 # $1 path, $2 expected inode ("" = any), $3 offset+1, $4 length. Out: "inode size\n" then the bytes.
@@ -101,10 +103,21 @@ class SSHFiles:
         self.host = host  # SSHHost: _need(), name, on_transport()
         self._sftp: Any = None
         self.transport: str | None = None  # "sftp" | "exec", decided on the first read of a connection
+        self._reader: ExecReader | None = None
 
     def reset(self) -> None:
         """A new connection: ask for SFTP again (the server may have been reconfigured)."""
-        self._sftp, self.transport = None, None
+        if self._reader is not None:
+            self._reader.close()
+        self._sftp, self.transport, self._reader = None, None, None
+
+    def _loop(self, path: str) -> ExecReader | None:
+        """The connection's read loop (sshreader), for a path it can frame; None: one exec per call."""
+        if not framable(path):
+            return None
+        if self._reader is None:
+            self._reader = ExecReader(self.host._need(), self.host.name)
+        return self._reader
 
     async def sftp(self) -> Any:
         """The SFTP client, or None when this server refuses the subsystem (then exec is used)."""
@@ -135,6 +148,9 @@ class SSHFiles:
     async def exec_read(self, path: str, inode: int | None, offset: int, length: int
                         ) -> tuple[int, tuple[int, int] | None, bytes]:
         """(status, (inode, size) or None, data) of one positioned read of `path` by exec."""
+        loop = self._loop(path)
+        if loop is not None:
+            return await loop.read(path, inode, offset, length)
         status, out = await self._sh(READ_SH, path, "" if inode is None else str(inode), str(offset + 1),
                                      str(max(0, length)))
         line, nl, data = out.partition(b"\n")
@@ -151,6 +167,9 @@ class SSHFiles:
 
     async def locate(self, folder: str, inode: int) -> str | None:
         """The path in `folder` whose inode is `inode` (where a rename moved a followed file), or None."""
+        loop = self._loop(folder)
+        if loop is not None:
+            return await loop.locate(folder, inode)
         status, out = await self._sh(LOCATE_SH, folder, str(inode))
         name = out.split(b"\0", 1)[0]
         return name.decode(errors="surrogateescape") if status == 0 and name else None

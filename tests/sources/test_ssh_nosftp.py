@@ -165,6 +165,26 @@ async def test_file_read_primitives_are_the_same_over_both_transports(which: str
         await f.close()
         assert await host.locate(str(odd), os.stat(odd / "moved").st_ino) == str(odd / "moved")
         assert await host.locate(str(odd), 1) is None
+        for name in ("new\nline", "trailing blank "):  # not framable in a request line: one-shot exec
+            (odd / name).write_bytes(data)
+            assert await host.read_range(str(odd / name), 7, 5) == data[7:12]
+            assert await host.file_size(str(odd / name)) == len(data)
     finally:
         await host.close()
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+async def test_exec_reads_see_truncation_and_deletion(nosftp: Sshd, tmp_path: Path) -> None:
+    host = host_for(nosftp)
+    await host.connect()
+    log = tmp_path / "t.log"
+    log.write_bytes(b"0123456789" * 10)
+    try:
+        f = await host.open(str(log))
+        assert await f.size() == 100 and await f.read(95, 50) == b"56789"
+        log.write_bytes(b"abc")  # copytruncate: the same inode, shorter
+        assert await f.size() == 3 and await f.read(50, 10) == b""
+        log.unlink()  # gone from its folder: reads end, the size stays the last one seen
+        assert await f.read(0, 10) == b"" and await f.size() == 3
+    finally:
+        await host.close()
