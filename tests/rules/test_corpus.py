@@ -79,3 +79,34 @@ def test_every_corpus_symptom_is_known() -> None:
     known = set(CATEGORY) | NO_ERROR | {"low-accept-length", "silent-override", "unrecognized-argument",
                                         "cuda-graph", "weight-load", "oom", "nccl", "hidden-state-mismatch"}
     assert {read(p)[0]["symptom"] for p in FILES} <= known
+
+
+HEALTHY = [p for p in FILES if read(p)[0]["symptom"] in NO_ERROR]
+
+
+@pytest.mark.parametrize("version", ["0.4.10.post2", "0.5.2", "0.5.10", "0.5.15", "0.5.19", "0.5.23"])
+@pytest.mark.parametrize("path", HEALTHY, ids=[p.stem[:40] for p in HEALTHY])
+def test_healthy_log_gets_no_error_whichever_release_judges_it(path: Path, version: str) -> None:
+    # No new false alarm: judged as any release (its own catalogue and rules), with and without its launch.
+    header, body = read(path)
+    for launch in {None, launch_of(header)}:
+        engine = RuleEngine(RULES, launch=launch, version=version)
+        pipeline = Pipeline(engine=engine)
+        pipeline.feed_lines(body)
+        pipeline.finish()
+        errors = [(d.rule, d.title) for d in engine.diagnoses if d.severity == "error"]
+        assert not errors, f"{header['source']} as {version}: {errors}"
+
+
+def test_eagle3_half_the_ceiling_is_a_warning_not_an_error() -> None:
+    # tests/data/corpus/051 (SpecForge PR #269): EAGLE3 3/1/4 at accept len ~2: low for the depth (SPEC031), a
+    # warning, since the server is healthy.
+    path = next(p for p in FILES if p.name.startswith("051"))
+    _header, body = read(path)
+    launch = parse_launch("--model-path Qwen/Qwen2.5-7B-Instruct --speculative-algorithm EAGLE3 "
+                          "--speculative-draft-model-path d --speculative-eagle-topk 1 --speculative-num-steps 3 "
+                          "--speculative-num-draft-tokens 4")
+    diagnoses = diagnose(body, launch)
+    spec031 = [d for d in diagnoses if d.rule == "SPEC031"]
+    assert spec031 and spec031[0].severity == "warning"
+    assert not [d for d in diagnoses if d.severity == "error"]

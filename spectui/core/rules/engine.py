@@ -18,7 +18,8 @@ from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, Milest
 from spectui.core.rules import expr as ruleexpr
 from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
 from spectui.core.rules.config import ConfigContext
-from spectui.core.rules.match import RECORD_TYPE, DecodeWindow, match_log, record_text, spec_math
+from spectui.core.rules.depth import depth_metrics
+from spectui.core.rules.match import RECORD_TYPE, DecodeWindow, match_draft, match_log, record_text, spec_math
 from spectui.core.rules.vocab import METRIC_NAMES
 
 __all__ = ["Diagnosis", "Fix", "Rule", "RuleEngine", "load_rules"]
@@ -106,7 +107,8 @@ class _Env:
 
 class RuleEngine:
     def __init__(self, rules: Sequence[Rule], *, launch: Any = None, resolution: Any = None,
-                 version: str | None = None, baseline_tps: float | None = None) -> None:
+                 version: str | None = None, baseline_tps: float | None = None, draft: Sequence[Any] = ()) -> None:
+        self._draft = list(draft)  # draft-checkpoint findings (core.draft), for draft clauses
         self._rules = [r for r in rules if r.versions is None or version is None
                        or version_matches(r.versions, version)]
         self._config = ConfigContext(launch=launch, resolution=resolution, version=version,
@@ -146,6 +148,10 @@ class RuleEngine:
         prio = {r.id: r.priority for r in self._rules}
         return sorted(self._current.values(), key=lambda d: (
             _SEVERITY_RANK[d.severity], prio.get(d.rule, 50), d.first_line or 0))
+
+    def set_draft(self, findings: Sequence[Any]) -> None:
+        """The draft inspector's findings (core.draft.Finding or dicts) for rules with draft clauses."""
+        self._draft, self._config_dirty = list(findings), True
 
     def new_launch(self, first_line: int | None = None) -> None:
         """A relaunch: clear diagnoses raised before `first_line` and the launch state.
@@ -291,6 +297,8 @@ class RuleEngine:
             if agg is not None:
                 cfg = self._config
                 agg.update(spec_math(agg, cfg.value("steps"), cfg.value("draft_tokens"), cfg.value("baseline_tps")))
+                agg.update(depth_metrics(agg, cfg.value("algorithm"), cfg.value("steps"), cfg.value("topk"),
+                                         cfg.value("draft_tokens"), agg.get("running_req")))
             cache[key] = agg
         return cache[key]
 
@@ -365,6 +373,12 @@ class RuleEngine:
             shown = ", ".join(f"{n} {_show(env(n))}" for n in sorted(node.when.names) if env(n) is not None)
             return _Outcome(True, [f"decode lines {agg['first_line']}-{agg['last_line']} "
                                    f"({agg['samples']} samples): {shown}"], [agg["first_line"], agg["last_line"]])
+        if not isinstance(node, CConfig):  # a draft clause (compile.CDraft)
+            found = match_draft(node, self._draft)
+            if found is None:
+                return _Outcome(False)
+            env.captures.update(found)
+            return _Outcome(True, [f"draft checkpoint: {found['finding']}", *found.pop("_evidence")])
         assert isinstance(node, CConfig)
         ok, value = node.when.try_evaluate(env)
         if not (ok and value):

@@ -55,6 +55,11 @@ METRIC_NAMES = {
     "implied_cost": "draft cost per drafted token implied by speedup_observed (Leviathan model)",
     "best_steps": "the depth that pays most at alpha and that cost", "best_speedup": "its modelled speedup",
     "draft_acceptance_rate": "(accept_len - 1) / (draft_tokens - 1), recomputed",
+    "accept_len_ceiling": "the most accept len can reach at this depth: 1 + min(steps, draft_tokens - 1)",
+    "accept_len_of_ceiling": "accept_len / accept_len_ceiling",
+    "accept_len_expected": "typical accept len for the algorithm at this depth (a trained draft, chat traffic)",
+    "advice_steps": "the depth the advisor recommends (0 = speculation off)",
+    "advice_direction": "the advisor's verdict: deeper, shallower, keep or off",
 }
 CAPTURE_NAMES = {
     "line": "line number of the matching record", "text": "its first line",
@@ -64,6 +69,8 @@ CAPTURE_NAMES = {
     "milestone": "milestone kind",
     "stage": "start-up stage when the record came: the last milestone kind (graph_capture_begin, ...) or serving",
     "when": "the same as a phrase: 'while serving', 'during start-up (after graph_capture_begin)', '(stage not in the log)'",
+    "finding": "draft clauses: the inspector finding's title", "finding_fix": "its fix (text)",
+    "finding_code": "its code", "finding_evidence": "its evidence, joined by '; '",
 }
 _DEST = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
