@@ -24,6 +24,7 @@ class SpectuiApp(App[int]):
         Binding("colon,ctrl+p", "command_palette", "Commands", show=False),
         Binding("r", "relaunch", "Relaunch"),
         Binding("h", "history", "History"),
+        Binding("x", "record", "Record", show=False),
     ]
 
     def __init__(
@@ -63,6 +64,11 @@ class SpectuiApp(App[int]):
                         severity="warning")
         self.push_screen(RelaunchScreen(self.session, self.cockpit, diagnosis=diagnosis))
 
+    def action_record(self) -> None:
+        from spectui.ui.recording import start_recording
+
+        start_recording(self)  # a worker: the log keeps flowing; a notification says where it saved
+
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
         """Screenshots go under the XDG state folder (not ~/Downloads, which a server may not have)."""
@@ -85,6 +91,7 @@ class SpectuiApp(App[int]):
             ("Help", "Keys and what the numbers mean (? / F1)", self.action_help),
             ("Relaunch", "Edit flags, see diff and verdict, relaunch (r)", self.action_relaunch),
             ("History", "Previous launches of this server and what they reached (h)", self.action_history),
+            ("Record bundle", "Save an incident bundle of this server, secrets masked (x)", self.action_record),
             ("Follow / pause log", "Toggle following the log (space)", dash.action_toggle_follow),
             ("Search log", "Search the log (/), then n / N", lambda: dash.action_prompt("search")),
             ("Filter log", "Show only matching lines; !regex inverts (\\)", lambda: dash.action_prompt("filter")),
