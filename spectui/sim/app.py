@@ -67,7 +67,7 @@ class SimApp:
         self.host = str(args.get("host") or "127.0.0.1")
         self.port = int(args.get("port") or 30000)  # type: ignore[call-overload]
         alpha = faults.LAYER_MISMATCH_ALPHA if knobs.fault and knobs.fault.name == "layer-mismatch" else knobs.alpha
-        self.model = DecodeModel(knobs.baseline_tps, alpha, spec)
+        self.model = DecodeModel(knobs.baseline_tps, alpha, spec, **_model_knobs(knobs))
         attn_dp = int(args.get("attn_dp_size") or 1)  # type: ignore[call-overload]
         ranks = scheduler_ranks(int(args.get("tp_size") or 1), attn_dp if attn_dp > 1 else int(args.get("dp_size") or 1),  # type: ignore[call-overload]
                                 bool(args.get("enable_dp_attention")) or attn_dp > 1)
@@ -86,7 +86,8 @@ class SimApp:
                    dp_rank=group[0].dp, tp_rank=group[0].tp)
             for i, group in enumerate(ranks)])
         self.state = SimState(fmt=fmt, engine=self.engine, args=args, launch_argv=launch_argv, write=self.out.log,
-                              max_total_tokens=self.startup.max_total_tokens, context_len=self.startup.context_len)
+                              max_total_tokens=self.startup.max_total_tokens, context_len=self.startup.context_len,
+                              spec_counters=knobs.spec_counters)
         self.routes = Routes(self.state)
         self._crash: asyncio.Future[list[str]] | None = None
         self.access_exclude = list(args.get("uvicorn_access_log_exclude_prefixes") or [])  # type: ignore[call-overload]
@@ -248,6 +249,12 @@ class SimApp:
 
 def _discard(line: str) -> None:
     pass
+
+
+def _model_knobs(knobs: SimKnobs) -> dict[str, float]:
+    """--sim-alpha-decay / --sim-verify-cost when given; the model's documented defaults otherwise."""
+    out = {"decay": knobs.alpha_decay, "verify_cost": knobs.verify_cost}
+    return {k: float(v) for k, v in out.items() if v is not None}
 
 
 async def _drain(chunks: asyncio.Queue, slots: asyncio.Semaphore | None = None) -> None:

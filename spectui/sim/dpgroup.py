@@ -72,7 +72,8 @@ class EngineGroup:
         if len(parts) == 1:
             return parts[0]
         total = EngineStats()
-        for name in ("spec_accept_tokens_total", "spec_verify_total", "running", "queue", "used_tokens",
+        for name in ("spec_accept_tokens_total", "spec_verify_total", "spec_cum_accept_tokens", "spec_cum_forward_ct",
+                     "spec_verify_calls_total", "running", "queue", "used_tokens",
                      "generation_tokens_total", "prompt_tokens_total", "requests_total", "requests_finished",
                      "last_gen_throughput"):
             setattr(total, name, sum(getattr(p, name) for p in parts))

@@ -26,7 +26,10 @@ _WORDS = ("the", "model", "draft", "token", "accept", "verify", "server", "cache
 
 @dataclass(eq=False)
 class SimRequest:
-    """One generation request in flight. `chunks` receives lists of token texts; None marks the end."""
+    """One generation request in flight. `chunks` receives lists of token texts; None marks the end.
+
+    Like SGLang, the prefill emits the first output token; every verify round after it commits
+    accepted drafts + 1, and `histogram[j]` counts the rounds that accepted j drafts."""
 
     rid: str
     prompt_tokens: int
@@ -36,31 +39,18 @@ class SimRequest:
     verify_ct: int = 0
     accepted_drafts: int = 0
     cached_tokens: int = 0
+    histogram: list[int] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
         return self.generated >= self.max_tokens
 
-    def meta_info(self, version: tuple[int, int, int], draft_tokens: int | None) -> dict[str, object]:
-        """Per-request spec fields in `meta_info` (REFERENCE §4.4)."""
-        meta: dict[str, object] = {"id": self.rid, "prompt_tokens": self.prompt_tokens,
-                                   "completion_tokens": self.generated, "cached_tokens": self.cached_tokens,
-                                   "finish_reason": {"type": "length", "length": self.max_tokens}}
-        if draft_tokens is None:
-            return meta
-        meta["spec_verify_ct"] = self.verify_ct
-        if version >= (0, 5, 4) and self.verify_ct:
-            accept_len = self.generated / self.verify_ct
-            meta["spec_accept_length"] = accept_len
-            proposed = self.verify_ct * max(1, draft_tokens - 1)
-            meta["spec_accept_rate"] = self.accepted_drafts / proposed
-            if version >= (0, 5, 12):
-                meta["spec_num_correct_drafts"] = self.accepted_drafts
-                meta["spec_num_proposed_drafts"] = proposed
-            elif version >= (0, 5, 6):
-                meta["spec_accept_token_num"] = self.accepted_drafts
-                meta["spec_draft_token_num"] = proposed
-        return meta
+    def record_round(self, accepted: int) -> None:
+        self.verify_ct += 1
+        self.accepted_drafts += accepted
+        if len(self.histogram) <= accepted:
+            self.histogram.extend([0] * (accepted + 1 - len(self.histogram)))
+        self.histogram[accepted] += 1
 
 
 @dataclass
@@ -70,8 +60,11 @@ class EngineStats:
     last_gen_throughput: float = 0.0
     last_accept_len: float | None = None
     last_accept_rate: float | None = None
-    spec_accept_tokens_total: int = 0  # lifetime, for avg_spec_accept_length
+    spec_accept_tokens_total: int = 0  # lifetime, for avg_spec_accept_length (added at Decode lines)
     spec_verify_total: int = 0
+    spec_cum_accept_tokens: int = 0  # the same two sums, added every round (spec_cumulative_* counters)
+    spec_cum_forward_ct: int = 0
+    spec_verify_calls_total: int = 0  # verify rounds of finished requests (sglang:spec_verify_calls_total)
     running: int = 0
     queue: int = 0
     used_tokens: int = 0
@@ -157,6 +150,11 @@ class Engine:
         self._forward_ct += 1
         self.stats.prompt_tokens_total += tokens
         pf_s = PREFILL_FIXED_S + tokens / PREFILL_TPS
+        for req in new:  # the prefill's own output token (SGLang: extend samples the first token)
+            req.generated += 1
+            self.stats.generation_tokens_total += 1
+            req.chunks.put_nowait([self.token_text()])
+        self._finish_done()
         self._update_usage()
         self.write(self._tagged(self.fmt.prefill(
             counter=self._forward_ct, new_seq=len(new), new_token=tokens, cached=0, usage=self.stats.token_usage,
@@ -169,26 +167,36 @@ class Engine:
         self._forward_ct += 1
         self._decode_ct += 1
         committed = 0
+        spec = self.model.spec is not None
         for req in self.running:
+            # A round that reaches max_new_tokens commits only what is left; SGLang then counts the
+            # accepted drafts over the truncated tokens, so every identity stays exact.
             n = min(self.model.sample_accept_len(self.rng), req.max_tokens - req.generated)
             req.generated += n
-            req.verify_ct += 1
-            req.accepted_drafts += n - 1
+            if spec:
+                req.record_round(n - 1)
             committed += n
             req.chunks.put_nowait([self.token_text() for _ in range(n)])
         self._iv_tokens += committed
         self._iv_bs += batch
         self._iv_time += round_s
         self.stats.generation_tokens_total += committed
+        if spec:
+            self.stats.spec_cum_accept_tokens += committed
+            self.stats.spec_cum_forward_ct += batch
         self.stats.graph = batch <= self.graph_max_bs
         if self._decode_ct % self.interval == 0:
             self._log_decode()
+        self._finish_done()
+        self._update_usage()
+        return round_s
+
+    def _finish_done(self) -> None:
         for req in [r for r in self.running if r.done]:
             self.running.remove(req)
             self.stats.requests_finished += 1
+            self.stats.spec_verify_calls_total += req.verify_ct
             req.chunks.put_nowait(None)
-        self._update_usage()
-        return round_s
 
     def _tagged(self, msg: str) -> str:
         return self.fmt.sched(msg, self.tp_rank, self.dp_rank)

@@ -24,6 +24,10 @@ KNOB_HELP: dict[str, str] = {
     "--sim-fault": "inject a failure: " + ", ".join(FAULT_NAMES),
     "--sim-model-arch": "architecture of the simulated target (default LlamaForCausalLM)",
     "--sim-seed": "random seed (default 0)",
+    "--sim-alpha-decay": "r: acceptance at draft position i is alpha * r^(i-1) (default 0.97, docs/SIMULATOR.md)",
+    "--sim-verify-cost": "extra cost (MoE expert traffic) of each verified draft token beyond one per request, in plain "
+                         "decode steps at batch 1; 0 = dense target (default 0.026, docs/SIMULATOR.md)",
+    "--sim-spec-counters": "1: /server_info also reports a patched build's spec_cumulative_* counters (default 0)",
 }
 
 
@@ -39,6 +43,9 @@ class SimKnobs:
     fault: Fault | None = None
     model_arch: str = "LlamaForCausalLM"
     seed: int = 0
+    alpha_decay: float | None = None  # None: spectui.sim.model's default
+    verify_cost: float | None = None
+    spec_counters: bool = False
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
@@ -94,4 +101,7 @@ def _build(values: dict[str, str]) -> SimKnobs:
         fault=fault,
         model_arch=values.get("--sim-model-arch", "LlamaForCausalLM"),
         seed=int(num("--sim-seed", 0, positive=False)),
+        alpha_decay=num("--sim-alpha-decay", 0.0) if "--sim-alpha-decay" in values else None,
+        verify_cost=num("--sim-verify-cost", 0.0, positive=False) if "--sim-verify-cost" in values else None,
+        spec_counters=bool(num("--sim-spec-counters", 0, positive=False)),
     )

@@ -1,37 +1,37 @@
-"""The simulator's decode model: how many tokens a verify round commits and how long the round takes.
+"""The simulator's decode model: how many tokens a verify round commits, and how long the round takes.
 
-Acceptance (SPECDEC §1.2, §1.6). Each drafted token is accepted with probability alpha, given that all
-earlier ones were. A chain of k = num_steps drafted tokens commits L = accepted + 1 tokens per request
-per round, so E[L] = (1 - alpha^(k+1)) / (1 - alpha); the sim samples L per request and round, which is
-where the noise of a real interval mean comes from. A tree (topk > 1) cannot be deeper than num_steps,
-nor than its node budget (num_draft_tokens - 1); nodes left over after the depth become siblings, which
-rescue a level whose top-1 candidate missed: alpha_eff = alpha + (1 - alpha) * 0.3 * share, with share =
-the fraction of levels that got a sibling. So trees are "a bit better than the chain", never deeper.
+docs/SIMULATOR.md is the one place the model is written down (equations, parameters, defaults and their
+sources, what is and is not modelled); this module implements exactly that and nothing else.
 
-Cost (SPECDEC §1.4), in units of T1 = one target decode step at batch 1 = 1 / baseline_tps. A forward
-pass over B sequences of n tokens each reads the weights and the KV cache (memory) and computes B*n tokens:
-    m(B)        = 1 + 0.015 (B - 1)                                   memory part (weights + per-sequence KV)
-    fwd(B, n)   = m(B) + (B n - 1) / 256                              plain decode is fwd(B, 1); fwd(1, 1) = 1
-    T_round(B)  = fwd(B, ndt) + (num_steps c (1 + 0.1 (topk - 1)) + OVERHEAD) m(B)
-with c = 0.15 (a draft forward per step; SGLang runs num_steps - 1 draft forwards + 1 draft-extend) and
-OVERHEAD = 1.0: the per-round cost of the non-overlapped spec loop (tree build, verify bookkeeping,
-sampling) on a large MoE target. The two constants are fitted to the seed incident (Kimi-K2.5, bs 1,
-baseline 90 tok/s, alpha 0.8): steps 1 / topk 1 (draft tokens forced to 2) gives L = 1.8 and
-90 * 1.8 / 2.15 = 75 tok/s, below the baseline (the seed measured 56.8 at L ~1.6); steps 15 gives L = 4.86
-and 90 * 4.86 / 4.31 = 101 tok/s, above it. The verify width (B * ndt tokens) makes the gain shrink as the
-batch grows, as SPECDEC §1.4 describes. Without speculation a round is fwd(B, 1) and commits 1 token.
+Acceptance. The draft's conditional acceptance decays with draft position, alpha_i = a1 r^(i-1) (clipped
+to [0, 1]). SGLang keeps the `num_draft_tokens - 1` best draft nodes by the draft's cumulative score
+(EAGLE-2; SPECDEC §1.6) and verifies them as one tree; a chain (topk 1, draft tokens = steps + 1) is the
+tree with one child per node. The target samples one token per level, so the round walks down the tree:
+at depth i the draft's j-th ranked child is the accepted one with probability c(i, 1) = alpha_i and
+c(i, j) = gamma * alpha_i (1 - alpha_i)^(j-1) for j >= 2 (a sibling covers the target mass the top-1 missed,
+at efficiency gamma); the walk stops at the first level whose accepted token is not in the tree.
+E[L] = 1 + sum over tree nodes of the product of c along the node's path (SPECDEC §0, tree formula).
+
+Time, in T1 = one plain decode step at batch 1 = 1 / baseline_tps, for B running requests:
+    plain(B)  = 1 + BATCH_COST (B - 1)
+    round(B)  = plain(B) + (TOKEN_COMPUTE + verify_cost) * B * (ndt - 1)    verify: B * ndt tokens
+              + steps * DRAFT_COST * (1 + BATCH_COST (B * topk - 1))       draft: steps passes of B*topk
+              + ROUND_OVERHEAD * plain(B)                                 non-overlapped spec loop
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
-DRAFT_COST = 0.15  # c: one draft forward, in target decode steps
-ROUND_OVERHEAD = 1.0  # fixed cost of one spec round, in target decode steps
-BATCH_COST = 0.015  # extra decode cost per additional request while memory-bound
-COMPUTE_BOUND_TOKENS = 256  # tokens one forward computes in the time of one memory-bound step
-TREE_SIBLING_RESCUE = 0.3  # probability a sibling rescues a level whose top-1 candidate missed
+DEFAULT_DECAY = 0.97  # r: median of single-benchmark chain sweeps (SIMULATOR.md "Acceptance")
+DEFAULT_VERIFY_COST = 0.026  # extra weight traffic of each further verified token (MoE), in T1 (seed fit)
+TOKEN_COMPUTE = 1 / 256  # compute of one token in a forward, in T1 (H100 ridge point, SIMULATOR.md)
+DRAFT_COST = 0.05  # c: one draft forward at batch 1, in T1 (1 EAGLE-3 layer + lm_head on a ~32B-active MoE)
+ROUND_OVERHEAD = 1.46  # per-round work of the spec loop that plain decode overlaps, in plain steps (seed fit)
+BATCH_COST = 0.015  # each further request in one forward (KV reads + its compute), in T1 (assumption)
+SIBLING_EFFICIENCY = 0.45  # gamma (EAGLE chain vs tree, SIMULATOR.md "Trees")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +44,64 @@ class SpecConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Node:
+    """One draft node of the verified tree: the probability it is the accepted token at its level, given
+    its parent was accepted, and its children in the draft's rank order."""
+
+    accept: float
+    children: tuple[Node, ...]
+
+
+def alphas(a1: float, r: float, k: int) -> list[float]:
+    """[alpha_1, ..., alpha_k], alpha_i = clip(a1 r^(i-1), 0, 1)."""
+    return [min(1.0, max(0.0, a1 * r ** (i - 1))) for i in range(1, k + 1)]
+
+
+@functools.cache
+def draft_tree(a1: float, r: float, steps: int, topk: int, draft_tokens: int,
+               gamma: float = SIBLING_EFFICIENCY) -> tuple[tuple[Node, ...], float]:
+    """(the root's children, E[L]) for SGLang's tree: `steps` rounds of top-`topk` expansion of the best
+    `topk` frontier nodes by cumulative draft score, then the best `draft_tokens - 1` nodes of the pool.
+
+    The draft's score of a child is what it believes: alpha_i (1 - alpha_i)^(j-1) for rank j (a calibrated
+    top-1, siblings sharing the rest); the target's acceptance is c(i, j) above. With topk 1 the pool is
+    the chain itself."""
+    a = alphas(a1, r, max(1, steps))
+    pool: list[tuple[float, float, tuple[int, ...]]] = []  # (draft score, true path value, path of ranks)
+    frontier: list[tuple[float, float, tuple[int, ...]]] = [(1.0, 1.0, ())]
+    for depth in range(1, max(1, steps) + 1):
+        ai = a[depth - 1]
+        kids = []
+        for score, value, path in frontier:
+            for j in range(1, max(1, topk) + 1):
+                share = (1 - ai) ** (j - 1)
+                kids.append((score * ai * share, value * ai * (share if j == 1 else gamma * share), path + (j,)))
+        kids.sort(key=lambda n: (-n[0], n[2]))
+        pool.extend(kids[: max(1, topk)] if depth == 1 else kids)
+        frontier = kids[: max(1, topk)]
+    pool.sort(key=lambda n: (-n[0], n[2]))
+    chosen = {path: value for _, value, path in pool[: max(1, draft_tokens - 1)]}
+    chosen = {p: v for p, v in chosen.items() if all(p[:i] in chosen for i in range(1, len(p)))}  # connected
+
+    def build(prefix: tuple[int, ...]) -> tuple[Node, ...]:
+        kids = sorted(p for p in chosen if len(p) == len(prefix) + 1 and p[:-1] == prefix)
+        out = []
+        for p in kids:
+            ai, j = a[len(p) - 1], p[-1]
+            c = ai if j == 1 else gamma * ai * (1 - ai) ** (j - 1)
+            out.append(Node(c, build(p)))
+        return tuple(out)
+
+    return build(()), 1.0 + sum(chosen.values())
+
+
+@dataclass(frozen=True, slots=True)
 class DecodeModel:
     baseline_tps: float
-    alpha: float
+    alpha: float  # a1: acceptance of the first draft position
     spec: SpecConfig | None
+    decay: float = DEFAULT_DECAY  # r
+    verify_cost: float = DEFAULT_VERIFY_COST
 
     @property
     def step_s(self) -> float:
@@ -56,41 +110,54 @@ class DecodeModel:
 
     @property
     def depth(self) -> int:
+        """The most drafts one round can accept: num_steps, and never more than the node budget."""
         assert self.spec is not None
         return max(1, min(self.spec.num_steps, self.spec.draft_tokens - 1))
 
-    @property
-    def alpha_eff(self) -> float:
-        if self.spec is None or self.spec.topk <= 1:
-            return self.alpha
-        spare = max(0, self.spec.draft_tokens - 1 - self.depth)
-        share = min(1.0, spare / (self.depth * (self.spec.topk - 1)))
-        return self.alpha + (1 - self.alpha) * TREE_SIBLING_RESCUE * share
+    def _tree(self) -> tuple[tuple[Node, ...], float]:
+        assert self.spec is not None
+        s = self.spec
+        return draft_tree(self.alpha, self.decay, self.depth, max(1, s.topk), s.draft_tokens)
 
     def expected_accept_len(self) -> float:
-        if self.spec is None:
-            return 1.0
-        a, k = self.alpha_eff, self.depth
-        return (1 - a ** (k + 1)) / (1 - a)
+        """E[L] per request per round, bonus token included (SGLang's `accept len`)."""
+        return 1.0 if self.spec is None else self._tree()[1]
 
     def sample_accept_len(self, rng: random.Random) -> int:
-        """Tokens one request commits in one round (accepted drafts + the bonus token)."""
+        """Tokens one request commits in one round: accepted drafts + the bonus token."""
         if self.spec is None:
             return 1
-        a, n = self.alpha_eff, 1
-        while n <= self.depth and rng.random() < a:
+        level, n = self._tree()[0], 1
+        while level:
+            u, hit = rng.random(), None
+            for child in level:  # the target samples one token: the children's outcomes exclude each other
+                if u < child.accept:
+                    hit = child
+                    break
+                u -= child.accept
+            if hit is None:
+                break
             n += 1
+            level = hit.children
         return n
 
-    def round_s(self, batch: int) -> float:
-        """Wall time of one decode round (spec: draft + verify) at this batch size, simulated seconds."""
+    def plain_round(self, batch: int) -> float:
+        """One plain decode step at this batch, in T1."""
+        return 1.0 + BATCH_COST * (max(1, batch) - 1)
+
+    def round_units(self, batch: int) -> float:
+        """One decode round (spec: draft + verify + overhead) at this batch, in T1."""
         b = max(1, batch)
-        memory = 1 + BATCH_COST * (b - 1)
         if self.spec is None:
-            return (memory + (b - 1) / COMPUTE_BOUND_TOKENS) * self.step_s
-        verify = memory + (b * self.spec.draft_tokens - 1) / COMPUTE_BOUND_TOKENS
-        draft = self.spec.num_steps * DRAFT_COST * (1 + 0.1 * (self.spec.topk - 1))
-        return (verify + (draft + ROUND_OVERHEAD) * memory) * self.step_s
+            return self.plain_round(b)
+        s = self.spec
+        verify = self.plain_round(b) + (TOKEN_COMPUTE + self.verify_cost) * b * (s.draft_tokens - 1)
+        draft = s.num_steps * DRAFT_COST * (1.0 + BATCH_COST * (b * max(1, s.topk) - 1))
+        return verify + draft + ROUND_OVERHEAD * self.plain_round(b)
+
+    def round_s(self, batch: int) -> float:
+        """Wall time of one decode round at this batch size, simulated seconds."""
+        return self.round_units(batch) * self.step_s
 
     def expected_tps(self, batch: int = 1) -> float:
         """Server decode tokens/s at this batch size (what the Decode line's gen throughput averages to)."""

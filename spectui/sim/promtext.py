@@ -60,10 +60,13 @@ class _Collector:
         stats = s.engine.stats
         tok_names = ["model_name", "engine_type"]
         tok_values = [s.model_name, "unified"]
-        for name, doc, value in (("prompt_tokens", "Number of prefill tokens processed.", stats.prompt_tokens_total),
-                                 ("generation_tokens", "Number of generation tokens processed.",
-                                  stats.generation_tokens_total),
-                                 ("num_requests", "The number of requests.", stats.requests_total)):
+        counters = [("prompt_tokens", "Number of prefill tokens processed.", stats.prompt_tokens_total),
+                    ("generation_tokens", "Number of generation tokens processed.", stats.generation_tokens_total),
+                    ("num_requests", "The number of requests.", stats.requests_total)]
+        if v >= (0, 5, 15) and spec is not None:  # tokenizer side, += spec_verify_ct of each finished request
+            counters.append(("spec_verify_calls", "Number of speculative decoding verification calls.",
+                             stats.spec_verify_calls_total))
+        for name, doc, value in counters:
             c = CounterMetricFamily(f"sglang:{name}", doc, labels=tok_names)
             c.add_metric(tok_values, value)
             yield c

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from spectui.sim.engine import SimRequest
 from spectui.sim.http import Request, Response, sse_event
 from spectui.sim.promtext import render_metrics
+from spectui.sim.specmeta import has_spec_tokens_details, meta_info, rank_counters, spec_tokens_details
 from spectui.sim.state import SimState
 
 
@@ -56,6 +57,8 @@ class Routes:
                                                             "token_capacity": s.max_total_tokens, "graph": 1.4}}
             if e.model.spec is not None and e.stats.avg_spec_accept_length is not None:
                 internal["avg_spec_accept_length"] = e.stats.avg_spec_accept_length
+            if e.model.spec is not None and s.spec_counters:
+                internal.update(rank_counters(e.stats, e.dp_rank))
             if e.dp_rank is not None:
                 internal["dp_rank"] = e.dp_rank
             states.append(internal)
@@ -95,8 +98,15 @@ class Routes:
             return None
         return self.s.engine.submit(prompt_tokens, max_tokens)
 
-    def _meta(self, r: SimRequest) -> dict[str, object]:
-        return r.meta_info(self.s.fmt.v, self.s.engine.spec_draft_tokens)
+    def _meta(self, r: SimRequest, finished: bool = True) -> dict[str, object]:
+        return meta_info(r, self.s.fmt.v, self.s.engine.spec_draft_tokens, finished=finished)
+
+    def _sglext(self, body: dict, r: SimRequest) -> dict[str, object] | None:
+        """`sglext.spec_tokens_details` (0.5.20+), only when the request asks for it."""
+        if not (body.get("return_spec_tokens_details") and has_spec_tokens_details(self.s.fmt.v)):
+            return None
+        details = spec_tokens_details(self._meta(r))
+        return None if details is None else {"spec_tokens_details": details}
 
     @staticmethod
     async def _collect(r: SimRequest) -> str:
@@ -125,7 +135,8 @@ class Routes:
         text = ""
         while (chunk := await r.chunks.get()) is not None:
             text += "".join(chunk)
-            yield sse_event({"text": text, "meta_info": self._meta(r)})
+            # The engine counts a round before handing out its tokens: the last chunk is the finished one.
+            yield sse_event({"text": text, "meta_info": self._meta(r, finished=r.done)})
         yield sse_event(b"[DONE]")
 
     async def completions(self, req: Request) -> Response:
@@ -148,18 +159,22 @@ class Routes:
         obj = "chat.completion" if chat else "text_completion"
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return Response.sse(self._openai_stream(r, rid, created, chat, usage))
+            return Response.sse(self._openai_stream(r, rid, created, chat, usage, body))
         text = await self._collect(r)
         choice: dict[str, object] = {"index": 0, "logprobs": None, "finish_reason": "length", "matched_stop": None}
         if chat:
             choice["message"] = {"role": "assistant", "content": text, "reasoning_content": None, "tool_calls": None}
         else:
             choice["text"] = text
-        return Response.json({"id": rid, "object": obj, "created": created, "model": self.s.model_name,
-                              "choices": [choice], "usage": self._usage(r), "metadata": {"weight_version": "default"}})
+        out: dict[str, object] = {"id": rid, "object": obj, "created": created, "model": self.s.model_name,
+                                  "choices": [choice], "usage": self._usage(r),
+                                  "metadata": {"weight_version": "default"}}
+        if (ext := self._sglext(body, r)) is not None:
+            out["sglext"] = ext
+        return Response.json(out)
 
     async def _openai_stream(self, r: SimRequest, rid: str, created: int, chat: bool,
-                             usage: bool) -> AsyncIterator[bytes]:
+                             usage: bool, body: dict) -> AsyncIterator[bytes]:
         obj = "chat.completion.chunk" if chat else "text_completion"
         first = True
         while True:
@@ -178,6 +193,9 @@ class Routes:
                              "choices": [choice], "usage": None})
             if chunk is None:
                 break
+        if (ext := self._sglext(body, r)) is not None:  # its own chunk, choices [] (before usage)
+            yield sse_event({"id": rid, "object": obj, "created": created, "model": self.s.model_name,
+                             "choices": [], "usage": None, "sglext": ext})
         if usage:
             yield sse_event({"id": rid, "object": obj, "created": created, "model": self.s.model_name,
                              "choices": [], "usage": self._usage(r)})

@@ -22,6 +22,7 @@ class SimState:
     max_total_tokens: int
     context_len: int
     ready: bool = False
+    spec_counters: bool = False  # --sim-spec-counters: a patched build's cumulative counters
     started_at: float = field(default_factory=time.time)
 
     @property
