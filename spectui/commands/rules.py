@@ -144,7 +144,10 @@ def _describe(node: Any, depth: int = 0) -> list[str]:
     if isinstance(node, CMetric):
         return [f"- metric: {node.when.source}  (window {node.window}, >= {node.min_samples} samples "
                 f"after {node.warmup} warm-up)"]
-    assert isinstance(node, CConfig)
+    if not isinstance(node, CConfig):  # a draft clause (compile.CDraft): an inspector finding
+        picks = [f"{name} {'|'.join(sorted(v))}" for name, v in
+                 (("code", node.codes), ("category", node.categories), ("severity", node.severities)) if v]
+        return ["- draft checkpoint finding: " + (", ".join(picks) or "any")]
     return [f"- config: {node.when.source}"]
 
 

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lines of context read on attach (default 50; ignored with --from-start)")
     parser.add_argument("--baseline-tps", metavar="TPS", type=float,
                         help="decode tok/s of this server without speculation (for the slower-than-baseline rule)")
+    parser.add_argument("--inspect", action="store_true",
+                        help="inspect the server's draft checkpoint on its host, for the DRAFT rules")
     add_ssh_options(parser)
 
 

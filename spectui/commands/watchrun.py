@@ -119,6 +119,10 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
                                      f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")
             path, argv = proc.log_path, proc.argv
         engine = make_engine(argv, baseline_tps=args.baseline_tps)
+        if getattr(args, "inspect", False) and path is not None and argv is not None:
+            from spectui.sources.ckptreader import inspect_server
+
+            engine.set_draft((await inspect_server(host, proc)).inspection.findings)
         async for ev in follow(host, path, from_start=args.from_start, backfill_lines=args.backfill,
                                raw=args.raw, engine=engine):
             yield ev

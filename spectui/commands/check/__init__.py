@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], help="extra rules directory")
     parser.add_argument("--baseline-tps", metavar="TPS", type=float,
                         help="decode tok/s of this server without speculation (for the slower-than-baseline rule)")
+    parser.add_argument("--inspect", action="store_true",
+                        help="inspect the draft checkpoint --launch names (on by itself when that path is a local folder)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,4 +97,25 @@ def _build_engine(args: argparse.Namespace) -> Any:
             raise CheckInputError(f"--launch: {exc}") from None
         if assumed:
             print(f"spectui check: --launch: {assumed}", file=sys.stderr)
-    return RuleEngine(rules, launch=launch, version=args.sglang_version, baseline_tps=args.baseline_tps)
+    return RuleEngine(rules, launch=launch, version=args.sglang_version, baseline_tps=args.baseline_tps,
+                      draft=_draft_findings(args, launch))
+
+
+def _draft_findings(args: argparse.Namespace, launch: Any) -> list[Any]:
+    """The draft inspector's findings for the DRAFT rules: --inspect, or --launch naming a local draft folder."""
+    from spectui.commands.check.scan import CheckInputError
+
+    if launch is None:
+        if getattr(args, "inspect", False):
+            raise CheckInputError("--inspect needs --launch CMD naming the draft (and the model)")
+        return []
+    import asyncio
+
+    from spectui.sources.ckptreader import inspect_launch, launch_inputs
+    from spectui.sources.local import LocalHost
+
+    draft = launch_inputs(launch, args.sglang_version).draft
+    if not getattr(args, "inspect", False) and not (draft and os.path.isdir(draft)):
+        return []
+    done = asyncio.run(inspect_launch(LocalHost(read_only=True), launch, version=args.sglang_version))
+    return list(done.inspection.findings)

@@ -84,6 +84,14 @@ class CConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CDraft:
+    key: int
+    codes: frozenset[str] | None
+    categories: frozenset[str] | None
+    severities: frozenset[str] | None
+
+
+@dataclass(frozen=True, slots=True)
 class CGroup:
     kind: str
     of: tuple[Any, ...]
@@ -128,7 +136,7 @@ class RuleLoadError(ValueError):
 
 def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
     """Compile a validated model; raises RuleLoadError(field, message) on a bad regex/expression/name."""
-    from spectui.core.rules.schema import ConfigClause, GroupClause, LogClause, MetricClause
+    from spectui.core.rules.schema import ConfigClause, DraftClause, GroupClause, LogClause, MetricClause
 
     captures = frozenset(_capture_names(model.match))
     counter = iter(range(10_000))
@@ -167,6 +175,10 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
                         clause.min_samples, clause.window)
             metrics.append(m)
             return m
+        if isinstance(clause, DraftClause):  # judged with the config: when findings are given
+            has_config = True
+            return CDraft(next(counter), *(frozenset(v) if v else None
+                                           for v in (clause.code, clause.category, clause.severity)))
         assert isinstance(clause, ConfigClause)
         has_config = True
         return CConfig(next(counter), _expr(clause.when, f"{field}.when", vocab))
@@ -294,7 +306,7 @@ def load_file(path: Path | Any, label: str) -> tuple[Rule | None, str | None]:
         extra = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         msg = err["msg"]
         if err["type"] in ("union_tag_not_found", "union_tag_invalid"):
-            msg = "needs kind = one of log, metric, config, all, any, none"
+            msg = "needs kind = one of log, metric, config, draft, all, any, none"
         return None, f"{label}: rule {rule_id}: field '{field}': {msg}{extra}"
     try:
         return compile_rule(model, label), None
@@ -307,7 +319,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     out: list[str] = []
     for i, part in enumerate(loc):
         if (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] in ("match", "of")
-                and part in ("log", "metric", "config", "all", "any", "none")):
+                and part in ("log", "metric", "config", "draft", "all", "any", "none")):
             continue
         out.append(str(part))
     return ".".join(out) or "?"

@@ -55,7 +55,7 @@ def run_example(rule: Rule, index: int, rules: Sequence[Rule] | None = None) -> 
     example = rule.examples[index]
     launch = parse_launch(example.launch) if example.launch else None
     engine = RuleEngine(list(rules) if rules is not None else [rule], launch=launch,
-                        version=example.version, baseline_tps=example.baseline_tps)
+                        version=example.version, baseline_tps=example.baseline_tps, draft=example.draft or ())
     pipeline = Pipeline(engine=engine)
     pipeline.feed_lines(example_lines(example))
     pipeline.finish()

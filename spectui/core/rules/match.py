@@ -7,11 +7,11 @@ DecodeWindow.add (one tuple appended).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, PrefillSample, Record, WarningEvent
-from spectui.core.rules.compile import CLog, CMetric
+from spectui.core.rules.compile import CDraft, CLog, CMetric
 from spectui.core.specdec import theory as specmath
 
 NOMINAL_DRAFT_COST = 0.1  # per drafted token, in target steps: a 1-layer draft on an ~8B target (SPECDEC §1.4)
@@ -177,3 +177,21 @@ def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: A
     advice = specmath.best_depth(alpha, cost)
     out.update(best_steps=advice.steps, best_speedup=advice.speedup)
     return out
+
+
+def finding_dict(finding: Any) -> dict[str, Any]:
+    """An inspector finding (core.draft.Finding or its to_json() dict) as a plain dict."""
+    return dict(finding.to_json() if hasattr(finding, "to_json") else finding)
+
+
+def match_draft(clause: CDraft, findings: Sequence[Any]) -> dict[str, Any] | None:
+    """The captures (m.finding...) of the first finding (Finding or dict) satisfying `clause`, else None."""
+    for f in map(finding_dict, findings):
+        if ((clause.codes is None or f.get("code") in clause.codes)
+                and (clause.categories is None or f.get("category") in clause.categories)
+                and (clause.severities is None or f.get("severity") in clause.severities)):
+            evidence = [str(e) for e in f.get("evidence") or []]
+            return {"finding": str(f.get("title", "")), "finding_fix": str(f.get("fix") or ""),
+                    "finding_code": str(f.get("code", "")), "finding_evidence": "; ".join(evidence),
+                    "_evidence": evidence}
+    return None

@@ -6,7 +6,7 @@ language, all checked when the file loads. Unknown keys are errors (extra="forbi
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,18 @@ class ConfigClause(_Strict):
     when: str
 
 
+class DraftClause(_Strict):
+    """A finding of the draft-checkpoint inspector (core.draft: `spectui inspect`, `check --inspect`).
+
+    Matches when some finding has one of `code` (and/or `category`) and one of `severity`; its title, fix,
+    code and evidence become m.finding, m.finding_fix, m.finding_code, m.finding_evidence."""
+
+    kind: Literal["draft"]
+    code: list[str] | None = None
+    category: list[str] | None = None
+    severity: list[Severity] | None = None
+
+
 class GroupClause(_Strict):
     """all: every clause holds; any: at least one; none: no clause holds (e.g. no error line seen)."""
 
@@ -67,7 +79,7 @@ class GroupClause(_Strict):
     of: list[Clause] = Field(min_length=1)
 
 
-Clause = Annotated[LogClause | MetricClause | ConfigClause | GroupClause, Field(discriminator="kind")]
+Clause = Annotated[LogClause | MetricClause | ConfigClause | DraftClause | GroupClause, Field(discriminator="kind")]
 GroupClause.model_rebuild()
 
 
@@ -95,6 +107,7 @@ class Example(_Strict):
     fix: dict[str, str] | None = None  # expected Fix.set (exact)
     unset: list[str] | None = None  # expected Fix.unset (exact)
     text: str | None = None  # a substring the filled diagnosis must contain
+    draft: list[dict[str, Any]] | None = None  # inspector findings given to the engine (code, category, ...)
 
 
 class RuleModel(_Strict):
