@@ -131,7 +131,9 @@ class SSHFiles:
                 if conn.is_closed():
                     raise host_error(exc, self.host.name) from None
                 self.transport = "exec"
-                self.host.on_transport("exec", str(getattr(exc, "reason", "") or exc))
+                why = str(exc.reason) if isinstance(exc, asyncssh.ChannelOpenError) else \
+                    "its sftp-server exited at once"
+                self.host.on_transport("exec", why)
                 return None
             except (asyncssh.Error, OSError) as exc:
                 raise host_error(exc, self.host.name) from None
