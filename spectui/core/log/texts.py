@@ -97,6 +97,7 @@ ONE_LINE_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"
                 r"|NCCL (?:work|operations)"), "NCCL"),
     (re.compile(r"Fatal Python error: "), "FatalPythonError"),
+    (re.compile(r"^Segmentation fault\b|\bSIGSEGV\b|signal 11 \(SIGSEGV\)"), "Segfault"),
     (re.compile(r"Initialization failed\. warmup error"), "WarmupError"),
     (re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"), "NotEnoughMemory"),
     (re.compile(r"Capture [\w\- ]*graph failed: "), "CudaGraphCaptureFailed"),
@@ -112,5 +113,5 @@ ONE_LINE_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
 # Cheap pre-test: a line can only be a one-line error if it holds one of these.
 ONE_LINE_ERROR_HINTS: tuple[str, ...] = (
     "sigquit", "SIGQUIT", "dead", "atchdog", "NCCL", "nccl", "Fatal", "failed", "memory", "NaN",
-    "Out Of Bound", "assert", "munmap", "free",
+    "Out Of Bound", "assert", "munmap", "free", "Segmentation", "SIGSEGV",
 )
