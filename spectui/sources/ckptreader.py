@@ -208,3 +208,50 @@ async def inspect_launch(host: Any, launch: Any, *, version: str | None = None, 
     result = await inspect(reader, hf_cache=hf, **kw)
     return ServerInspection(result, None, getattr(host, "name", "local"), version,
                             "given" if version else "newest bundled", hf, reader)
+
+
+# -- a plain-text summary (the CLI's report and the cockpit's draft screen) ---------------------------
+
+
+def _n(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def summary_lines(done: Any) -> list[tuple[str, str]]:
+    """(label, text) rows: draft, target, launch, read. Shared with the cockpit's draft screen."""
+    res = done.inspection
+    d, t, launch = res.draft, res.target, res.launch or {}
+    rows: list[tuple[str, str]] = []
+    if d:
+        if d.get("error"):
+            rows.append(("draft", f"{d.get('path')}  (not read: {d['error']})"))
+        else:
+            vocab = _n(d.get("vocab_size")) + (f" -> {d['draft_vocab_size']}" if d.get("draft_vocab_size") else "")
+            rows.append(("draft", f"{d.get('path')}  {d.get('format')}  {', '.join(d.get('architectures') or []) or '?'}"
+                                  f"  hidden {_n(d.get('hidden_size'))}, {_n(d.get('num_layers'))} layer(s), vocab {vocab}"
+                                  f", ctx {_n(d.get('max_position_embeddings'))}, aux {_n(d.get('aux_layer_ids'))}"))
+    else:
+        rows.append(("draft", "(none given)"))
+    if t:
+        if t.get("error"):
+            rows.append(("target", f"{t.get('path')}  (not read)"))
+        else:
+            rows.append(("target", f"{t.get('path')}  {', '.join(t.get('architectures') or []) or '?'}  hidden "
+                                   f"{_n(t.get('hidden_size'))}, {_n(t.get('num_layers'))} layers, vocab "
+                                   f"{_n(t.get('vocab_size'))}, ctx {_n(t.get('max_position_embeddings'))}"))
+    alg = launch.get("algorithm")
+    rows.append(("launch", (f"{alg}  steps {_n(launch.get('steps'))}, topk {_n(launch.get('topk'))}, draft tokens "
+                            f"{_n(launch.get('draft_tokens'))}" if alg else "algorithm unknown")
+                 + f"  ·  SGLang {done.version or 'release unknown'}"
+                 + (f" ({done.version_from})" if done.version else "")))
+    where = f"{done.host}" + (f" pid {done.pid}" if done.pid else "")
+    rows.append(("read", f"{_size(done.reader.bytes_read)} on {where} (headers only)"))
+    return rows

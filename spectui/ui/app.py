@@ -25,6 +25,7 @@ class SpectuiApp(App[int]):
         Binding("r", "relaunch", "Relaunch"),
         Binding("h", "history", "History"),
         Binding("x", "record", "Record", show=False),
+        Binding("i", "draft", "Draft"),
     ]
 
     def __init__(
@@ -64,6 +65,11 @@ class SpectuiApp(App[int]):
                         severity="warning")
         self.push_screen(RelaunchScreen(self.session, self.cockpit, diagnosis=diagnosis))
 
+    def action_draft(self) -> None:
+        from spectui.ui.screens.draft import DraftScreen
+
+        self.push_screen(DraftScreen(self.session, self.cockpit))  # reads in a worker: the log keeps flowing
+
     def action_record(self) -> None:
         from spectui.ui.recording import start_recording
 
@@ -92,6 +98,7 @@ class SpectuiApp(App[int]):
             ("Relaunch", "Edit flags, see diff and verdict, relaunch (r)", self.action_relaunch),
             ("History", "Previous launches of this server and what they reached (h)", self.action_history),
             ("Record bundle", "Save an incident bundle of this server, secrets masked (x)", self.action_record),
+            ("Draft checkpoint", "Inspect the server's draft: config.json + safetensors headers (i)", self.action_draft),
             ("Follow / pause log", "Toggle following the log (space)", dash.action_toggle_follow),
             ("Search log", "Search the log (/), then n / N", lambda: dash.action_prompt("search")),
             ("Filter log", "Show only matching lines; !regex inverts (\\)", lambda: dash.action_prompt("filter")),
