@@ -16,6 +16,7 @@ from spectui.sources.base import ConnState, TailEvent, TailLines, TailState
 from spectui.ui.session import Session, TailFactory
 
 MAX_BATCH = 2000  # lines handed over at once when a replay is behind (the dashboard flushes at 2000)
+MIN_GAP = 0.05  # seconds between batches, like a tail reading ~20 times a second: a fast replay is not a flood
 
 
 def timed_tail(events: list[tuple[float, str]], *, clock: Callable[[], float] = time.monotonic,
@@ -28,7 +29,7 @@ def timed_tail(events: list[tuple[float, str]], *, clock: Callable[[], float] = 
         start = clock()
         i, n = 0, len(events)
         while i < n:
-            wait = events[i][0] - (clock() - start)
+            wait = max(events[i][0] - (clock() - start), MIN_GAP if i else 0.0)
             if wait > 0:
                 await sleep(wait)
             now = clock() - start

@@ -79,4 +79,4 @@ async def test_timed_tail_waits_for_each_line_and_batches_what_is_due() -> None:
     got = [ev async for ev in timed_tail(events, clock=lambda: now[0], sleep=sleep)("x")]
     batches = [(e.first_line, e.lines) for e in got[1:]]
     assert batches == [(1, ("a", "b")), (3, ("c",)), (4, ("d", "e"))]
-    assert slept == [1.0, 0.5]
+    assert slept == [1.0, 0.5]  # each gap is above MIN_GAP
