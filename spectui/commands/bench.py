@@ -1,0 +1,188 @@
+"""`spectui bench TARGET`: load the server's OpenAI-compatible API and measure tok/s, TTFT/TPOT/ITL and the
+accept length over the measured window, against a baseline without speculation (CONTRACTS.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+NAME = "spectui bench"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.commands.sshopts import add_ssh_options
+
+    parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port]")
+    parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server's HTTP port on TARGET (default: from its command line)")
+    parser.add_argument("--concurrency", type=int, default=4, metavar="C",
+                        help="requests in flight at most (default 4; 0: no limit)")
+    parser.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, R requests/s (default: all at once)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--requests", type=int, metavar="N", help="measured requests (default 64)")
+    size.add_argument("--duration", type=float, metavar="S", help="start requests for S seconds instead")
+    parser.add_argument("--warmup", type=int, default=1, metavar="N", help="warm-up requests before the window (default 1)")
+    parser.add_argument("--max-tokens", type=int, default=256, metavar="N", help="max_tokens per request (default 256)")
+    parser.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
+    parser.add_argument("--prompts", default="mixed", metavar="NAME|FILE",
+                        help="chat, code, math, summarise, mixed (default) or a JSONL file "
+                             '({"prompt": ...} or {"messages": [...]} per line)')
+    parser.add_argument("--api-key", metavar="KEY", help="the server's --api-key, if it has one")
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--baseline", action="store_true",
+                      help="measure the baseline by relaunching without speculation (not built yet)")
+    base.add_argument("--baseline-tps", type=float, metavar="T",
+                      help="output tok/s of the same workload without speculation (for the speedup)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.errors import SpectuiError
+    from spectui.load import NotOpenAIServerError, ServerUnreachableError
+
+    if args.baseline:
+        print(f"{NAME}: --baseline (relaunch without speculation) is not built yet; measure the baseline "
+              "yourself and pass --baseline-tps T", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_run(args))
+    except (ServerUnreachableError, NotOpenAIServerError) as exc:
+        print(f"{NAME}: {exc}", file=sys.stderr)
+        return 2  # the port given does not serve an OpenAI API: bad input
+    except SpectuiError as exc:
+        print(f"{NAME}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{NAME}: interrupted; nothing recorded", file=sys.stderr)
+        return 1
+
+
+def _plan(args: argparse.Namespace) -> Any:
+    from spectui.errors import UsageError
+    from spectui.load import BenchConfig, load_prompts
+    from spectui.ops.bench import BenchPlan
+
+    if args.baseline_tps is not None and not args.baseline_tps > 0:
+        raise UsageError("--baseline-tps must be > 0 tok/s")
+    if args.server_port is not None and not 0 < args.server_port < 65536:
+        raise UsageError(f"--server-port {args.server_port} is out of range (1-65535)")
+    config = BenchConfig("http://127.0.0.1", requests=args.requests, duration_s=args.duration,
+                         concurrency=args.concurrency or None, rate=args.rate, warmup=args.warmup,
+                         max_tokens=args.max_tokens, temperature=args.temperature, api_key=args.api_key)
+    config.validate()
+    prompts = load_prompts(args.prompts)  # PromptFileError (exit 2) names the file and the line
+    return BenchPlan(config, prompts, pid=args.pid, server_port=args.server_port, baseline_tps=args.baseline_tps)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from spectui.errors import UsageError
+    from spectui.ops import bench
+    from spectui.sources.target import open_host, parse_target
+
+    target = parse_target(args.target)
+    if target.kind not in ("local", "ssh"):
+        raise UsageError(f"bench needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
+    plan = _plan(args)
+    host = open_host(target, args, read_only=True)
+    bar = None if args.json else _Bar()
+    try:
+        await host.connect()
+        if bar is not None:
+            bar.start()
+        out = await bench.run(host, plan, on_progress=bar.update if bar else None,
+                              on_phase=bar.phase if bar else None)
+    finally:
+        if bar is not None:
+            bar.stop()
+        await host.close()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        _table(out)
+    reqs = out["requests"]
+    if reqs["failed"]:
+        print(f"{NAME}: {reqs['failed']} of {reqs['ok'] + reqs['failed']} requests failed "
+              f"({', '.join(f'{k} x{v}' for k, v in reqs['errors'].items())}); see the server log", file=sys.stderr)
+        return 1
+    if not reqs["ok"]:
+        print(f"{NAME}: no request was measured", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _Bar:
+    """A rich progress bar on stderr with the live figures."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[live]}"),
+                                 console=Console(stderr=True), transient=True)
+        self.task = self.progress.add_task("connect", total=None, live="")
+
+    def start(self) -> None:
+        self.progress.start()
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+    def phase(self, name: str) -> None:
+        self.progress.update(self.task, description=name, completed=0, total=None, live="")
+
+    def update(self, p: Any) -> None:
+        total = p.total
+        if total is None and p.duration_s:
+            total = None
+        live = (f"{p.tokens_per_s or 0:7.1f} tok/s  now {p.recent_tokens_per_s or 0:7.1f}  "
+                f"in flight {p.in_flight}  failed {p.failed}")
+        self.progress.update(self.task, completed=p.done, total=total, live=live)
+
+
+def _fmt(x: Any, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _table(out: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    srv, wl, spec = out["server"], out["workload"], out.get("spec")
+    algo = (srv.get("speculative") or {}).get("speculative_algorithm") or "off"
+    console = Console()
+    console.print(f"server pid {_fmt(srv.get('pid'), '')}  port {srv.get('port')}  SGLang "
+                  f"{srv.get('sglang_version') or '?'}  speculation {algo}  model {wl.get('model')}", markup=False)
+    console.print(f"workload {wl['prompts']}: {wl['requests'] or '-'} requests, concurrency "
+                  f"{wl['concurrency'] or 'unlimited'}, rate {wl['rate'] or 'all at once'}, max_tokens "
+                  f"{wl['max_tokens']}, temperature {wl['temperature']}", markup=False)
+    t = Table("metric", "mean", "p50", "p90", "p99")
+    for key, label in (("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("itl_ms", "ITL ms"), ("e2e_ms", "E2E ms")):
+        d = out[key]
+        t.add_row(label, *(_fmt(d.get(k)) for k in ("mean", "p50", "p90", "p99")))
+    per = out["per_request_tokens_per_s"]
+    t.add_row("per-request tok/s", _fmt(per.get("mean")), _fmt(per.get("p50")), "", "")
+    console.print(t)
+    r = out["requests"]
+    console.print(f"requests ok {r['ok']}  failed {r['failed']}  window {out['duration_s']:.2f} s  output "
+                  f"{out['output_tokens']} tokens  {_fmt(out['output_tokens_per_s'])} tok/s", markup=False)
+    if spec:
+        line = f"accept len {_fmt(spec.get('accept_len'), '.3f')} (source {spec.get('source') or 'none'})"
+        if spec.get("accept_rate") is not None:
+            line += f"  accept rate {spec['accept_rate']:.3f}"
+        if spec.get("identities_ok") is False:
+            line += "  per-request identities VIOLATED: " + "; ".join(spec.get("violations", [])[:2])
+        console.print(line, markup=False)
+    base, up = out.get("baseline"), out.get("speedup")
+    if base and up:
+        per_base = (base.get("per_request_tokens_per_s") or {}).get("mean")
+        console.print(f"baseline ({base['source']}) {_fmt(base.get('output_tokens_per_s'))} tok/s, per request "
+                      f"{_fmt(per_base)}  ->  speedup x{_fmt(up.get('output_tokens_per_s'), '.2f')} aggregate, "
+                      f"x{_fmt(up.get('per_request_tokens_per_s'), '.2f')} per request", markup=False)
+    console.print(f"history id {out['history_id']}", markup=False)
