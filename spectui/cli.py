@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("spectui.commands.record", "record an incident bundle (log, launch, config, snapshots; secrets masked)"),
     "report": ("spectui.commands.report", "a GitHub-issue report (md or json) from a bundle or a live target"),
     "inspect": ("spectui.commands.inspect", "is the draft checkpoint the problem? (config.json + safetensors headers)"),
+    "bench": ("spectui.commands.bench", "load the server's OpenAI API and measure: tok/s, TTFT/TPOT/ITL, accept length, × no speculation"),
 }
 
 

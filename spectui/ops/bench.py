@@ -126,9 +126,9 @@ def check_identities(result: BenchResult) -> tuple[bool | None, list[str]]:
             bad.append(f"request {r.index}: spec_accept_length {spec.accept_length:g} != completion_tokens "
                        f"{tokens} / spec_verify_ct {spec.verify_ct} = {want:.4g}")
         acc, prop = spec.accepted_drafts, spec.proposed_drafts
-        if spec.accept_rate is not None and acc is not None and prop:
-            if not math.isclose(spec.accept_rate, acc / prop, rel_tol=IDENTITY_TOL, abs_tol=1e-6):
-                bad.append(f"request {r.index}: spec_accept_rate {spec.accept_rate:g} != accepted {acc} / "
+        if spec.accept_rate is not None and acc is not None and prop \
+                and not math.isclose(spec.accept_rate, acc / prop, rel_tol=IDENTITY_TOL, abs_tol=1e-6):
+            bad.append(f"request {r.index}: spec_accept_rate {spec.accept_rate:g} != accepted {acc} / "
                            f"proposed {prop}")
         if acc is not None and acc > tokens:
             bad.append(f"request {r.index}: {acc} accepted drafts but only {tokens} completion tokens")
@@ -157,9 +157,13 @@ def log_accept(data: bytes) -> tuple[float | None, int]:
     """Mean accept len of the Decode lines in `data` (the log between the window's offsets), lines used."""
     from spectui.core.log import DecodeSample, LogParser
 
-    values = [rec.accept_len for rec in LogParser().feed_bytes(data)
-              if isinstance(rec, DecodeSample) and rec.accept_len is not None]
-    return (sum(values) / len(values) if values else None), len(values)
+    lines = [rec for rec in LogParser().feed_bytes(data)
+             if isinstance(rec, DecodeSample) and rec.accept_len is not None]
+    if not lines:
+        return None, 0
+    # Each line is Σ(accepted + 1) / Σ batch over its interval: weighted by the batch it reports.
+    weights = [max(1, rec.running_req or 1) for rec in lines]
+    return sum(w * (rec.accept_len or 0.0) for w, rec in zip(weights, lines, strict=True)) / sum(weights), len(lines)
 
 
 def rate_from_length(length: float | None, spec: dict[str, Any]) -> float | None:
