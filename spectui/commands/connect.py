@@ -1,4 +1,7 @@
-"""`spectui connect TARGET`: find the SGLang server (or take --log), then open the cockpit on it.
+"""`spectui connect TARGET...`: find the SGLang server (or take --log), then open the cockpit on it.
+
+Several targets (or `--hosts FILE`, or `--prometheus URL`) open one tab per server (ui/multi); one target
+alone opens the single-server cockpit exactly as before.
 
 Everything asynchronous (SSH connection, discovery, the app itself) runs in one event loop, because an
 asyncssh connection belongs to the loop that made it. Module-level imports stay light (argparse/stdlib).
@@ -14,8 +17,18 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spectui.commands.sshopts import add_ssh_options
 
-    parser.add_argument("target", metavar="TARGET",
-                        help="local, [user@]host[:port], [user@]host[:port]:/path/to/log, or /path/to/log")
+    parser.add_argument("targets", metavar="TARGET", nargs="*",
+                        help="local, [user@]host[:port], [user@]host[:port]:/path/to/log, or /path/to/log; "
+                             "several open one tab each")
+    parser.add_argument("--hosts", metavar="FILE",
+                        help="more targets, one a line (# comments; 'TARGET baseline-tps=T' sets a baseline)")
+    parser.add_argument("--prometheus", metavar="URL",
+                        help="a Prometheus scraping the SGLang servers: the fleet screen (key 0) lists them")
+    parser.add_argument("--selector", metavar="S", default="", help="with --prometheus: label matchers")
+    parser.add_argument("--fleet-map", metavar="FILE",
+                        help="with --prometheus: 'INSTANCE SSH-TARGET' a line (default: the instance's host)")
+    parser.add_argument("--baseline-tps", type=float, metavar="TPS",
+                        help="decode tok/s without speculation: the summary strip shows × baseline")
     parser.add_argument("--log", metavar="PATH", help="the server's log file on that host (default: discovered)")
     parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
     parser.add_argument("--server-port", type=int, metavar="N", help="the server's HTTP port (default: discovered)")
@@ -28,10 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from spectui.commands import connectmulti
     from spectui.errors import SpectuiError
 
     try:
-        return asyncio.run(_main(args))
+        targets = connectmulti.all_targets(args)
+        if len(targets) == 1 and not args.prometheus and args.baseline_tps is None:
+            args.target = targets[0][0]
+            return asyncio.run(_main(args))
+        return asyncio.run(connectmulti.main(args, targets, build_session))
     except SpectuiError as exc:
         print(f"spectui connect: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -67,8 +85,10 @@ async def connect_with_retry(host: Any, *, say: Any = None) -> None:
             attempt += 1
 
 
-async def build_session(args: argparse.Namespace) -> Any:
-    """Connect, discover the server, pick the log: a ui Session. Raises SpectuiError with one line."""
+async def build_session(args: argparse.Namespace, *, match_log: bool = False) -> Any:
+    """Connect, discover the server, pick the log: a ui Session. Raises SpectuiError with one line.
+
+    `match_log` (several targets): when the host runs several servers, the one writing the given log."""
     from spectui.errors import DiscoveryError, UsageError
     from spectui.sources.target import open_host, parse_target
     from spectui.ui.session import Session
@@ -82,10 +102,14 @@ async def build_session(args: argparse.Namespace) -> Any:
     log_path = args.log or target.path
     server = launch = None
     if target.kind != "file":
-        from spectui.sources.discover import pick_server
+        from spectui.sources.discover import SeveralServers, pick_server
 
         try:
             server = await pick_server(host, args.pid)
+        except SeveralServers as exc:
+            server = _server_writing(exc.servers, log_path) if match_log else None
+            if server is None and (not log_path or args.pid is not None):
+                raise
         except DiscoveryError:
             if not log_path or args.pid is not None:
                 raise
@@ -115,6 +139,16 @@ async def build_session(args: argparse.Namespace) -> Any:
     return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
                    read_only=read_only, server_port=port, sglang_version=version,
                    from_start=target.kind == "file")
+
+
+def _server_writing(servers: Any, log_path: str | None) -> Any:
+    import os
+
+    if not log_path:
+        return None
+    want = os.path.normpath(log_path)
+    found = [s for s in servers if s.log_path and os.path.normpath(s.log_path) == want]
+    return found[0] if len(found) == 1 else None
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -155,7 +189,6 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
     import asyncio
 
     from spectui.core.launch.catalogue import pick_version
-    from spectui.core.launch.command import parse_command
     from spectui.sources.local import LocalHost
     from spectui.sources.tail import LogTail
     from spectui.ui.app import SpectuiApp
@@ -164,7 +197,7 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
     path = demo.start_sim()
     host = LocalHost()
     session = Session(
-        label=f"demo:{args.scenario}", log_path=path, host=host, launch=parse_command(list(demo.proc.args)),
+        label=f"demo:{args.scenario}", log_path=path, host=host, launch=demo.launch(),
         # the release the simulator emulates (it picks the same way), not a guess from its log
         sglang_version=pick_version(args.sglang_version)[0], current_pid=demo.proc.pid,
         tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),

@@ -1,0 +1,161 @@
+"""Fleet screen (`0`, palette "Fleet"): every SGLang server a Prometheus scrapes, worst first (spectui.fleet).
+
+A worker refreshes the table every few seconds (the queries run in a thread); `enter` on an instance
+opens it over SSH in a new tab: the SSH target is the instance's host part, or what `--fleet-map FILE`
+maps the instance to. `esc` / `q` goes back to the tabs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from spectui.ui.widgets.summary_strip import SEVERITY_MARKS
+
+COLUMNS = ("instance", "job", "up", "accept len", "ceiling", "tok/s", "running", "queued", "diagnosis")
+
+
+def instance_host(instance: str) -> str:
+    """`10.0.0.5:30000` -> `10.0.0.5`; `[fe80::1]:30000` -> `fe80::1`; `gpu1` -> `gpu1`."""
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    host, sep, port = instance.rpartition(":")
+    return host if sep and port.isdigit() else instance
+
+
+def read_fleet_map(text: str) -> dict[str, str]:
+    """`instance  ssh-target` per line (whitespace or `=` between), `#` comments."""
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.replace("=", " ", 1).split()
+        if len(parts) != 2:
+            raise ValueError(f"line {n}: write INSTANCE SSH-TARGET, e.g. 10.0.0.5:30000 root@gpu5")
+        out[parts[0]] = parts[1]
+    return out
+
+
+@dataclass
+class FleetSource:
+    """How the screen gets a FleetSnapshot (`collect`, blocking: run in a thread) and where instances live."""
+
+    collect: Callable[[], Any]
+    interval: float = 5.0
+    mapping: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+
+    def target_for(self, instance: str, job: str = "") -> str:
+        return self.mapping.get(f"{job}/{instance}") or self.mapping.get(instance) or instance_host(instance)
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def row_cells(entry: Any) -> tuple[Text, ...]:
+    m = entry.metrics
+    worst = entry.worst
+    mark, style = SEVERITY_MARKS.get(worst or "", ("", ""))
+    first = entry.diagnoses[0] if entry.diagnoses else None
+    diag = Text(f"{mark} {first.rule} {first.title}" if first else "", style=style)
+    up = Text("up", "green") if m.up else Text("DOWN" if m.up is False else "?", "bold red")
+    return (Text(m.instance, "bold"), Text(m.job), up, Text(_f(m.accept_len, ".2f")),
+            Text(str(m.ceiling) if m.ceiling else "–"), Text(_f(m.gen_tokens_per_s, ".0f")),
+            Text("–" if m.running is None else str(m.running)), Text("–" if m.queued is None else str(m.queued)),
+            diag)
+
+
+class FleetScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("R", "refresh_now", "Refresh"),
+    ]
+    DEFAULT_CSS = """
+    FleetScreen #fleet-status { height: 1; background: $panel; }
+    FleetScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, source: FleetSource, open_instance: Callable[[str, str], Awaitable[None]], *,
+                 closable: bool = True) -> None:
+        super().__init__()
+        self.closable = closable  # False when it is the first screen (no tab to go back to)
+        self.source = source
+        self.open_instance = open_instance
+        self.snapshot: Any = None
+        self.error: str | None = None
+        self.refreshes = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f" fleet · {self.source.url} · loading…"), id="fleet-status")
+        table: DataTable[Text] = DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self.poll()
+
+    def action_back(self) -> None:
+        if self.closable and len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_refresh_now(self) -> None:
+        self.poll()
+
+    @work(exclusive=True, group="fleet")
+    async def poll(self) -> None:
+        import asyncio
+
+        while True:
+            try:
+                snap = await asyncio.to_thread(self.source.collect)
+                self.error = None
+                self.show(snap)
+            except Exception as exc:  # noqa: BLE001 - Prometheus down: said on the status line, retried
+                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self._status()
+            self.refreshes += 1
+            await asyncio.sleep(self.source.interval)
+
+    def show(self, snap: Any) -> None:
+        self.snapshot = snap
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for entry in snap.entries:
+            m = entry.metrics
+            table.add_row(*row_cells(entry), key=f"{m.job}/{m.instance}")
+        if snap.entries:
+            table.move_cursor(row=min(keep, len(snap.entries) - 1))
+        self._status()
+
+    def _status(self) -> None:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(" fleet ", "bold reverse")
+        t.append(f" {self.source.url}")
+        if self.snapshot is not None:
+            n = len(self.snapshot.entries)
+            bad = sum(1 for e in self.snapshot.entries if e.worst == "error")
+            t.append(f" · {n} instance{'s' if n != 1 else ''}, {bad} with errors · worst first")
+        if self.error:
+            t.append(f" · {self.error}", "bold red")
+        t.append(" · enter opens over SSH, esc back", "dim")
+        self.query_one("#fleet-status", Static).update(t)
+
+    @on(DataTable.RowSelected)
+    async def _selected(self, event: DataTable.RowSelected) -> None:
+        if self.snapshot is None or event.cursor_row >= len(self.snapshot.entries):
+            return
+        m = self.snapshot.entries[event.cursor_row].metrics
+        await self.open_instance(self.source.target_for(m.instance, m.job), m.instance)
