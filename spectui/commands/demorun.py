@@ -14,7 +14,6 @@ import tempfile
 import time
 from typing import IO, Any
 
-from spectui.sim.knobs import split_argv
 from spectui.sim.scenarios import Scenario
 from spectui.sources.follow import follow, make_engine
 from spectui.sources.local import LocalHost
@@ -22,6 +21,7 @@ from spectui.sources.tail import LogTail
 
 SETTLE_S = 1.2  # after the simulator exits: quiet time covering the follower's idle flush (0.5 s)
 GRACE_S = 5.0  # SIGTERM -> SIGKILL grace for the simulator
+SIM_ENV_PREFIX = "SPECTUI_SIM_"  # the simulator's knob variables (spectui.sim.knobs)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -37,7 +37,8 @@ class DemoRun:
         self.log_path = log_path
         self.out = out or sys.stdout
         self.proc: subprocess.Popen[bytes] | None = None
-        self.sim_argv: list[str] = []  # the simulator's command line, once started
+        self.sim_argv: list[str] = []  # the simulator's command line (SGLang's flags only), once started
+        self.sim_env: dict[str, str] = {}  # its knobs: the SPECTUI_SIM_* variables of its environment
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -47,18 +48,28 @@ class DemoRun:
         if self.log_path is None:
             fd, self.log_path = tempfile.mkstemp(prefix=f"spectui-demo-{self.scenario.name}-", suffix=".log")
             os.close(fd)
-        argv = [sys.executable, "-m", "spectui.sim",
-                *self.scenario.argv(host="127.0.0.1", port=free_port(), time_scale=self.time_scale)]
-        if self.version:
-            argv += ["--sim-sglang-version", self.version]
+        argv = [sys.executable, "-m", "spectui.sim", *self.scenario.argv(host="127.0.0.1", port=free_port())]
         self.sim_argv = argv
+        # The knobs travel in the environment (a relaunch carries it over); SGLang's command line stays
+        # SGLang's. Knob variables inherited from the caller are dropped: the scenario is the whole situation.
+        self.sim_env = self.scenario.env(time_scale=self.time_scale, version=self.version)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(SIM_ENV_PREFIX)}
         with open(self.log_path, "wb") as log:
             # A new session: the simulator and anything it starts form one group that only we signal.
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, env={**env, **self.sim_env})
         print(f"spectui demo: scenario {self.scenario.name} (pid {self.proc.pid}), log {self.log_path}",
               file=sys.stderr)
         return self.log_path
+
+    def launch(self) -> Any:
+        """The simulator's launch as core.launch reads it: its knob variables as the command's environment
+        assignments, then SGLang's command line (what the cockpit shows and edits)."""
+        import dataclasses
+
+        from spectui.core.launch.command import parse_command
+
+        return dataclasses.replace(parse_command(self.sim_argv), env=tuple(self.sim_env.items()))
 
     def stop_sim(self) -> None:
         """SIGTERM the simulator's process group, SIGKILL it after a grace period. Only our own child."""
@@ -88,7 +99,7 @@ class DemoRun:
         # The launch is the simulator's own command line (core.launch reads it like SGLang's); its
         # no-speculation speed is the baseline the slower-than-baseline rule needs.
         engine = make_engine(self.sim_argv, version=pick_version(self.version)[0],
-                             baseline_tps=split_argv(self.scenario.knobs)[1].baseline_tps)
+                             baseline_tps=self.scenario.sim_knobs().baseline_tps)
         tail = LogTail(LocalHost(read_only=True), path, from_start=True)
         last_event = time.monotonic()
 

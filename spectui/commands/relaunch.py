@@ -1,4 +1,5 @@
-"""`spectui relaunch TARGET`: restart the SGLang server with edited flags (diff, verdict, confirm, rollback)."""
+"""`spectui relaunch TARGET`: restart the SGLang server with edited flags and environment (diff, verdict,
+confirm, rollback)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set a flag, written without dashes: --set speculative-num-steps=15 (repeatable)")
     parser.add_argument("--unset", dest="unsets", metavar="FLAG", action="append", default=[],
                         help="remove a flag: --unset speculative-num-draft-tokens (repeatable)")
+    parser.add_argument("--set-env", dest="env_sets", metavar="NAME=VALUE", action="append", default=[],
+                        help="set a variable in the new server's environment (otherwise the old server's, exactly): "
+                             "--set-env NCCL_DEBUG=INFO (repeatable)")
+    parser.add_argument("--unset-env", dest="env_unsets", metavar="NAME", action="append", default=[],
+                        help="remove a variable from the new server's environment (repeatable)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the host commands; change nothing")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
@@ -56,7 +62,7 @@ async def _run(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     if target.kind not in ("local", "ssh"):
         raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
-    edits = Edits.from_cli(args.sets, args.unsets)
+    edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
     for name in ("health_timeout", "stop_timeout", "observe"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0")

@@ -1,5 +1,9 @@
-"""Relaunch plan: the current server, the edited command, its diff and pre-flight verdict, the new log
-path and the exact host commands — everything shown before anything on the host changes."""
+"""Relaunch plan: the current server, the edited command and environment, their diff and pre-flight
+verdict, the new log path and the exact host commands — everything shown before anything on the host changes.
+
+The new server gets the old one's environment exactly (/proc/PID/environ), with the `--set-env` /
+`--unset-env` edits applied (SGLANG_*, NCCL_*, or the simulator's SPECTUI_SIM_* knobs); a rollback
+restarts the old command with the old environment, unedited."""
 
 from __future__ import annotations
 
@@ -16,21 +20,34 @@ from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_c
 from spectui.core.launch.resolve import Resolution, resolve
 from spectui.errors import CommandParseError, UsageError
 from spectui.ops import hostcmds
+from spectui.ops.hostcmds import redact_env
 from spectui.sources.base import ServerProcess
 
 _STAMPED = re.compile(r"-\d{8}-\d{6}(?:-\d+)?$")  # a suffix this module added on an earlier relaunch
 DEFAULT_PORT = 30000
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class EnvChange:
+    name: str
+    old: str | None  # None: absent
+    new: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class Edits:
-    """`--set FLAG=VALUE` (value None: a store_true flag) and `--unset FLAG`, flags without dashes."""
+    """`--set FLAG=VALUE` (value None: a store_true flag) and `--unset FLAG`, flags without dashes;
+    `--set-env NAME=VALUE` and `--unset-env NAME` for the server's environment."""
 
     sets: tuple[tuple[str, str | None], ...] = ()
     unsets: tuple[str, ...] = ()
+    env_sets: tuple[tuple[str, str], ...] = ()
+    env_unsets: tuple[str, ...] = ()
 
     @classmethod
-    def from_cli(cls, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> Edits:
+    def from_cli(cls, sets: Sequence[str] = (), unsets: Sequence[str] = (), env_sets: Sequence[str] = (),
+                 env_unsets: Sequence[str] = ()) -> Edits:
         parsed: list[tuple[str, str | None]] = []
         for item in sets:
             flag, eq, value = item.partition("=")
@@ -44,7 +61,16 @@ class Edits:
             if not name or "=" in name:
                 raise UsageError(f"--unset {flag!r}: give a flag name, e.g. --unset speculative-num-draft-tokens")
             cleaned.append(name)
-        return cls(tuple(parsed), tuple(cleaned))
+        env_parsed: list[tuple[str, str]] = []
+        for item in env_sets:
+            name, eq, value = item.partition("=")
+            if not eq or not _ENV_NAME.fullmatch(name):
+                raise UsageError(f"--set-env {item!r}: write it as NAME=VALUE, e.g. --set-env NCCL_DEBUG=INFO")
+            env_parsed.append((name, value))
+        for name in env_unsets:
+            if not _ENV_NAME.fullmatch(name):
+                raise UsageError(f"--unset-env {name!r}: give a variable name, e.g. --unset-env NCCL_DEBUG")
+        return cls(tuple(parsed), tuple(cleaned), tuple(env_parsed), tuple(env_unsets))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +86,8 @@ class RelaunchPlan:
     effective_changes: tuple[tuple[str, object, object], ...]  # (dest, old effective, new effective)
     log_path: str
     port: int  # the port the new server will listen on (health is probed there)
+    new_env: Mapping[str, str]  # the server's environment with the env edits: what the new command gets
+    env_changes: tuple[EnvChange, ...] = ()
 
     @property
     def needs_force(self) -> bool:
@@ -76,7 +104,7 @@ class RelaunchPlan:
         return f"SGLang would crash while resolving: {getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}".rstrip(": ")
 
     def start_argv(self) -> list[str]:
-        return hostcmds.start_argv(self.server.cwd, self.log_path, dict(self.server.env), self.new.argv)
+        return hostcmds.start_argv(self.server.cwd, self.log_path, dict(self.new_env), self.new.argv)
 
     def host_commands(self, *, own_pgids: Sequence[int] = ()) -> list[tuple[str, list[str]]]:
         """(why, argv) for every command relaunch runs on the host, in order."""
@@ -107,18 +135,20 @@ class RelaunchPlan:
             f"server   pid {s.pid} (process group {s.pgid}) on {self.host_name}, port {s.port}, cwd {s.cwd}",
             f"log      {s.log_path or '(unknown)'}  ->  {self.log_path} (new file)",
             f"command  {hostcmds.display_argv(self.new.argv)}",
-            "changes" if self.changes else "changes  none (a plain restart)",
+            "changes" if self.changes or self.env_changes else "changes  none (a plain restart)",
         ]
-        width = max((len(c.flag) for c in self.changes), default=0)
-        for c in self.changes:
-            out.append(f"  {c.flag:<{width}}  {_show(c.old)} -> {_show(c.new)}")
+        rows = [(c.flag, _show(c.old), _show(c.new)) for c in self.changes]
+        rows += [(f"env {e.name}", *_show_env(e)) for e in self.env_changes]
+        width = max((len(r[0]) for r in rows), default=0)
+        for name, before, after in rows:
+            out.append(f"  {name:<{width}}  {before} -> {after}")
         out.append(f"verdict  {self.verdict_line}  [SGLang {self.version}: {self.version_note}]")
         for dest, before, after in self.effective_changes:
             out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
         for w in self.resolution.warnings:
             out.append(f"  warning: {w}")
         out.append("host commands")
-        env_words = {f"{k}={v}" for k, v in s.env.items()}
+        env_words = {f"{k}={v}" for k, v in self.new_env.items()}
         for why, argv in self.host_commands(own_pgids=own_pgids):
             if why:
                 out.append(f"  # {why}")
@@ -127,11 +157,13 @@ class RelaunchPlan:
                 # placeholder here so the plan stays readable (--json lists the exact argv).
                 kept = [w for w in argv if w not in env_words]
                 if len(kept) < len(argv):
+                    edited = ", edited as above" if self.env_changes else ""
                     out.append(f"  # (the server's environment: {len(argv) - len(kept)} variables from "
-                               f"/proc/{s.pid}/environ, passed as K=V words where ENV stands; --json shows them)")
+                               f"/proc/{s.pid}/environ{edited}, passed as K=V words where ENV stands; --json "
+                               "shows them)")
                     at = next(i for i, w in enumerate(argv) if w in env_words)
                     kept.insert(at, "ENV")
-                out.append(f"  $ {hostcmds.display_argv(kept, s.env)}")
+                out.append(f"  $ {hostcmds.display_argv(kept, self.new_env)}")
         return "\n".join(out)
 
     def to_json(self) -> dict[str, Any]:
@@ -142,17 +174,46 @@ class RelaunchPlan:
             "command": hostcmds.display_argv(self.new.argv),
             "log": self.log_path,
             "diff": [{"flag": c.flag, "old": c.old, "new": c.new} for c in self.changes],
+            "env_diff": [dict(zip(("name", "old", "new"), (e.name, *_masked(e)), strict=True))
+                         for e in self.env_changes],
             "sglang_version": self.version,
             "version_note": self.version_note,
             "verdict": self.resolution.outcome,
             "verdict_detail": self.verdict_line,
             "warnings": list(self.resolution.warnings),
-            "host_commands": [hostcmds.display_argv(a, self.server.env) for _, a in self.host_commands() if a],
+            "host_commands": [hostcmds.display_argv(a, self.new_env) for _, a in self.host_commands() if a],
         }
 
 
 def _show(value: str | None) -> str:
     return "(absent)" if value is None else (value or "(set)")
+
+
+def _masked(e: EnvChange) -> tuple[str | None, str | None]:
+    """The old and new values for display: secret-looking variables (HF_TOKEN …) masked."""
+    return tuple(None if v is None else redact_env({e.name: v})[e.name] for v in (e.old, e.new))  # type: ignore[return-value]
+
+
+def _show_env(e: EnvChange) -> tuple[str, str]:
+    def one(v: str | None) -> str:  # a value from /proc is data: control characters shown escaped
+        return "(absent)" if v is None else (v if v and v.isprintable() else repr(v))
+    old, new = _masked(e)
+    return one(old), one(new)
+
+
+def apply_env_edits(env: Mapping[str, str], edits: Edits) -> tuple[dict[str, str], tuple[EnvChange, ...]]:
+    """The environment with `--unset-env` then `--set-env` applied (order kept, new names last), and the
+    changes. Unsetting a variable the server does not have is a usage error, like `--unset`."""
+    new = dict(env)
+    for name in edits.env_unsets:
+        if name not in new:
+            raise UsageError(f"--unset-env {name}: the server's environment has no {name}; nothing to remove")
+        del new[name]
+    for name, value in edits.env_sets:
+        new[name] = value
+    changes = [EnvChange(k, env[k], new.get(k)) for k in env if env[k] != new.get(k)]
+    changes += [EnvChange(k, None, v) for k, v in new.items() if k not in env]
+    return new, tuple(changes)
 
 
 def apply_edits(cmd: LaunchCommand, edits: Edits) -> LaunchCommand:
@@ -219,10 +280,10 @@ def build_plan(
         note = f"the server reports {server_version}; {fallback}"
     else:
         note = "server version unknown, newest bundled release used"
-    env: Mapping[str, str] = server.env
-    kw: dict[str, Any] = {"model_arch": model_arch, "draft_arch": draft_arch, "env": dict(env)}
-    resolution = resolve(list(resolvable_args(new)), version, entry=new.entry, **kw)
-    before = resolve(list(resolvable_args(old)), version, entry=old.entry, **kw)
+    new_env, env_changes = apply_env_edits(server.env, edits)
+    kw: dict[str, Any] = {"model_arch": model_arch, "draft_arch": draft_arch}
+    resolution = resolve(list(resolvable_args(new)), version, entry=new.entry, env=new_env, **kw)
+    before = resolve(list(resolvable_args(old)), version, entry=old.entry, env=dict(server.env), **kw)
     eff_changes: list[tuple[str, object, object]] = []
     if resolution.effective is not None and before.effective is not None:
         for dest in sorted(set(before.effective) | set(resolution.effective)):
@@ -233,20 +294,11 @@ def build_plan(
     return RelaunchPlan(
         host_name=host_name, server=server, old=old, new=new, changes=tuple(diff(old, new)),
         version=version, version_note=note, resolution=resolution, effective_changes=tuple(eff_changes),
-        log_path=log, port=port_of(new, server.port),
+        log_path=log, port=port_of(new, server.port), new_env=new_env, env_changes=env_changes,
     )
 
 
 def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
-    """The args SGLang itself would see (`cmd.sglang_args`: the simulator's `--sim-*` knobs are not SGLang
-    flags). Knobs the simulator would refuse are kept, so the verdict shows its complaint as unrecognized."""
-    if not cmd.is_simulator:
-        return cmd.args
-    from spectui.core.launch.command import split_sim_knobs
-    from spectui.sim.knobs import KnobError, split_argv
-
-    try:
-        split_argv(split_sim_knobs(cmd.args)[1])
-    except KnobError:
-        return cmd.args
-    return cmd.sglang_args
+    """The args SGLang's argparse sees: `cmd.args`, verbatim (kept for callers; the simulator's knobs
+    live in its environment, not on SGLang's command line)."""
+    return cmd.args

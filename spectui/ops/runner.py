@@ -200,7 +200,9 @@ class Runner:
         s = self.plan.server
         self._note(Step.STARTING, f"starting detached, log {log}", rollback=rollback)
         try:
-            pid = await procs.start_detached(self.host, s.cwd, log, dict(s.env), argv)
+            # The new command gets the edited environment; a rollback the old one, exactly as it was.
+            env = s.env if rollback else self.plan.new_env
+            pid = await procs.start_detached(self.host, s.cwd, log, dict(env), argv)
         except (RelaunchError, ValueError) as exc:
             return Attempt(None, log, False, str(exc))
         if not rollback:

@@ -1,5 +1,8 @@
 """`python -m spectui.sim`: SGLang's command line (through spectui.core's catalogue and resolver), then the server.
 
+The simulator's own knobs come from `SPECTUI_SIM_*` environment variables, or from `--sim-*` flags that
+override them (spectui.sim.knobs); `python -m spectui.sim` with SGLang's flags alone is a demo server.
+
 What a user sees before the first log line follows the emulated release: argparse's usage and error
 lines (exit 2); warnings printed bare on ≤0.5.10 (logging is not configured yet) and with a
 `[timestamp] ` from 0.5.11; a traceback shaped like SGLang's for a resolution error (exit 1).
@@ -12,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from spectui.sim.knobs import KNOB_HELP, KnobError, SimKnobs, split_argv
+from spectui.sim.knobs import KNOB_HELP, KnobError, SimKnobs, env_name, label_of, read_knobs
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import SpecConfig
 from spectui.sim.resolvetb import resolution_traceback
@@ -46,10 +49,11 @@ def spec_config(effective: dict[str, object]) -> SpecConfig | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv in (["--sim-help"],):
-        _err("simulator knobs:\n" + "\n".join(f"  {k} V  {h}" for k, h in KNOB_HELP.items()))
+        _err("simulator knobs (environment variable, or the flag, which wins):\n"
+             + "\n".join(f"  {env_name(k)}=V | {k} V  {h}" for k, h in KNOB_HELP.items()))
         return 0
     try:
-        sglang_argv, knobs = split_argv(argv)
+        sglang_argv, knobs = read_knobs(argv)
     except KnobError as exc:
         _err(f"spectui.sim: error: {exc}")
         return 2
@@ -59,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         version, fallback = pick_version(knobs.sglang_version)
     except ValueError as exc:
-        _err(f"spectui.sim: error: --sim-sglang-version: {exc}")
+        _err(f"spectui.sim: error: {label_of('--sim-sglang-version', os.environ, argv)}: {exc}")
         return 2
     if fallback:
         _err(f"spectui.sim: {fallback}")

@@ -1,17 +1,24 @@
-"""The simulator's own `--sim-*` knobs: split them out of argv before SGLang's parser sees it."""
+"""The simulator's own knobs: `SPECTUI_SIM_*` environment variables, and `--sim-*` flags that override them.
+
+The environment is how spectui itself (the demo, scenarios, tests through relaunch) sets the knobs: SGLang's
+command line stays exactly SGLang's, and a relaunch carries the environment over. The `--sim-*` flags are
+for people running `python -m spectui.sim` by hand; they are split out of argv here, before SGLang's
+parser sees it. Without any knob it is a plain demo server.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from spectui.core.launch.command import knob_len
 from spectui.sim.faults import FAULT_NAMES, Fault, KnobError
 
 DEFAULT_ALPHA = 0.8
 DEFAULT_BASELINE_TPS = 90.0
+ENV_PREFIX = "SPECTUI_SIM_"
 
-# flag -> help text; every knob takes exactly one value except --sim-fault crash-after N (see split_argv).
+# flag -> help text; every knob takes exactly one value except --sim-fault crash-after N (see knob_len).
 KNOB_HELP: dict[str, str] = {
     "--sim-sglang-version": "SGLang release to emulate (log formats, warnings, flag rules); default: newest bundled",
     "--sim-time-scale": "run start-up and traffic X times faster (default 1)",
@@ -31,6 +38,14 @@ KNOB_HELP: dict[str, str] = {
 }
 
 
+def env_name(flag: str) -> str:
+    """`--sim-time-scale` -> `SPECTUI_SIM_TIME_SCALE`."""
+    return ENV_PREFIX + flag.removeprefix("--sim-").upper().replace("-", "_")
+
+
+ENV_KNOBS: dict[str, str] = {env_name(flag): flag for flag in KNOB_HELP}  # variable -> flag
+
+
 @dataclass(frozen=True, slots=True)
 class SimKnobs:
     sglang_version: str | None = None
@@ -48,10 +63,34 @@ class SimKnobs:
     spec_counters: bool = False
 
 
-def split_argv(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
-    """Return (the argv SGLang's parser sees, the knobs). `--sim-x V` and `--sim-x=V` both work."""
-    rest: list[str] = []
+def knob_len(words: Sequence[str], i: int) -> int:
+    """How many words the `--sim-*` knob at `i` takes: `--sim-x=V` one, `--sim-x V` two (any next word is
+    the value), `--sim-fault crash-after N` three (the count is a word of its own)."""
+    name, eq, value = words[i].partition("=")
+    n = 1
+    if not eq and i + 1 < len(words):
+        value, n = words[i + 1], 2
+    if name == "--sim-fault" and value == "crash-after" and i + n < len(words) and words[i + n].isdigit():
+        n += 1
+    return n
+
+
+def knob_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The knob variables of an environment (`SPECTUI_SIM_*`), empty ones left out (an empty value = unset)."""
+    return {k: v for k, v in environ.items() if k.startswith(ENV_PREFIX) and v.strip()}
+
+
+def split_argv(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[list[str], SimKnobs]:
+    """Return (the argv SGLang's parser sees, the knobs). Knobs come from `environ` (`SPECTUI_SIM_*`;
+    default: none) and from `--sim-x V` / `--sim-x=V` in argv, which win over the environment."""
     values: dict[str, str] = {}
+    labels: dict[str, str] = {}  # flag -> what the operator wrote it as (the flag or the variable)
+    for var, value in sorted(knob_env(environ or {}).items()):
+        flag = ENV_KNOBS.get(var)
+        if flag is None:
+            raise KnobError(f"unknown simulator knob variable {var}; known: {', '.join(ENV_KNOBS)}")
+        values[flag], labels[flag] = value.strip(), var
+    rest: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -62,34 +101,59 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
         name, eq, value = arg.partition("=")
         if name not in KNOB_HELP:
             raise KnobError(f"unknown simulator knob {name}; known: {', '.join(KNOB_HELP)}")
-        n = knob_len(argv, i)  # the words core.launch keeps with this knob: one reading of the command line
+        n = knob_len(argv, i)
         if not eq:
             if n == 1:
                 raise KnobError(f"{name} needs a value")
             value = argv[i + 1]
         if n > (1 if eq else 2):  # `--sim-fault crash-after 3`: the count is a separate word
             value = f"crash-after:{argv[i + n - 1]}"
-        values[name] = value
+        values[name], labels[name] = value, name
         i += n
-    return rest, _build(values)
+    return rest, _build(values, labels)
 
 
-def _build(values: dict[str, str]) -> SimKnobs:
+def read_knobs(argv: Sequence[str]) -> tuple[list[str], SimKnobs]:
+    """split_argv with this process's environment: what `python -m spectui.sim` does."""
+    return split_argv(argv, os.environ)
+
+
+def label_of(flag: str, environ: Mapping[str, str], argv: Sequence[str]) -> str:
+    """How the operator gave knob `flag`: the flag itself if argv has it, else its variable if set."""
+    if any(w.partition("=")[0] == flag for w in argv):
+        return flag
+    return env_name(flag) if env_name(flag) in knob_env(environ) else flag
+
+
+def _fault(text: str, label: str) -> Fault:
+    if label.startswith("--"):
+        return Fault.parse(text)  # its messages are written for the flag
+    name, _, count = " ".join(text.split()).replace(" ", ":").replace("=", ":").partition(":")
+    if name == "crash-after" and not count.isdigit():
+        raise KnobError(f"{label}=crash-after needs a request count, e.g. {label}='crash-after 3'")
+    try:
+        return Fault.parse(f"{name}:{count}" if count else name)
+    except KnobError:
+        raise KnobError(f"unknown {label} value {text!r}; choose from: {', '.join(FAULT_NAMES)}") from None
+
+
+def _build(values: dict[str, str], labels: dict[str, str]) -> SimKnobs:
     def num(name: str, default: float, *, positive: bool = True) -> float:
         if name not in values:
             return default
+        label = labels.get(name, name)
         try:
             x = float(values[name])
         except ValueError:
-            raise KnobError(f"{name} expects a number, got {values[name]!r}") from None
+            raise KnobError(f"{label} expects a number, got {values[name]!r}") from None
         if x < 0 or (positive and x == 0):
-            raise KnobError(f"{name} must be {'> 0' if positive else '>= 0'}, got {values[name]}")
+            raise KnobError(f"{label} must be {'> 0' if positive else '>= 0'}, got {values[name]}")
         return x
 
     alpha = num("--sim-alpha", DEFAULT_ALPHA)
     if alpha >= 1.0:
-        raise KnobError(f"--sim-alpha must be in (0, 1), got {values['--sim-alpha']}")
-    fault = Fault.parse(values["--sim-fault"]) if "--sim-fault" in values else None
+        raise KnobError(f"{labels.get('--sim-alpha', '--sim-alpha')} must be in (0, 1), got {values['--sim-alpha']}")
+    fault = _fault(values["--sim-fault"], labels.get("--sim-fault", "--sim-fault")) if "--sim-fault" in values else None
     return SimKnobs(
         sglang_version=values.get("--sim-sglang-version"),
         time_scale=num("--sim-time-scale", 1.0),

@@ -1,5 +1,11 @@
 """What the relaunch screen edits and shows: fields <-> LaunchCommand, live diff + resolver verdict, ops call.
 
+The environment line holds the launch's variables as NAME=VALUE words: the launch command's own
+assignments and, of the discovered server's environment, the variables that steer SGLang (SGLANG_*,
+NCCL_*, CUDA_*, …, and the simulator's SPECTUI_SIM_* knobs). Secret-looking values are shown masked and
+kept as they were unless edited; removing a word unsets the variable; every variable not shown is carried
+over unchanged (relaunch starts the new server with the old one's environment, edited).
+
 Pure except `run_ops_relaunch`, which hands the edits to ops.relaunch (prepare + execute) so the TUI
 relaunches exactly like `spectui relaunch` does (same plan, same safety checks, same history record).
 """
@@ -7,6 +13,7 @@ relaunches exactly like `spectui relaunch` does (same plan, same safety checks, 
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +37,10 @@ SPEC_FIELDS: tuple[SpecField, ...] = (
     SpecField("speculative_num_draft_tokens", "--speculative-num-draft-tokens", "draft tokens"),
 )
 _BY_FLAG = {f.flag: f for f in SPEC_FIELDS}
+# Variables of the server's environment shown on the environment line (the rest is carried over unseen).
+LAUNCH_ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "CUDA_", "SPECTUI_SIM_", "HF_", "TORCH_", "PYTORCH_",
+                       "TRITON_", "FLASHINFER_")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,8 @@ class Draft:
     values: Mapping[str, str]
     other: str
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    env: str = ""  # the environment line: NAME=VALUE words, secret values masked
+    env_base: Mapping[str, str] = field(default_factory=dict)  # the shown variables' real values
 
     def with_fix(self, fix: Any) -> Draft:
         """Apply a core.rules.Fix: speculative flags go to their fields, anything else to the raw line."""
@@ -80,8 +93,39 @@ def _flag_value(args: tuple[str, ...], flag: str) -> str:
     return value
 
 
-def split_command(cmd: Any, version: str | None) -> Draft:
-    """The running command as fields (speculative flags) + the rest of its args as one shell line."""
+def launch_env(cmd: Any, server_env: Mapping[str, str] | None) -> dict[str, str]:
+    """The variables the environment line shows: the server's launch-steering ones, then the command's own."""
+    env = {k: v for k, v in (server_env or {}).items() if k.startswith(LAUNCH_ENV_PREFIXES)}
+    env.update(dict(getattr(cmd, "env", ()) or ()))
+    return env
+
+
+def env_line(env: Mapping[str, str]) -> str:
+    from spectui.core.secrets import redact_env
+
+    return " ".join(f"{k}={v if v == '***' else shlex.quote(v)}" for k, v in redact_env(env).items())
+
+
+def parse_env_line(line: str, base: Mapping[str, str]) -> dict[str, str]:
+    """The edited environment line as variables; a masked value left as shown keeps its real value.
+    Raises ValueError (one line) for words that are not NAME=VALUE or quotes shlex cannot split."""
+    from spectui.core.secrets import redact_env
+
+    shown = redact_env(base)
+    out: dict[str, str] = {}
+    for word in shlex.split(line):
+        name, eq, value = word.partition("=")
+        if not eq or not _ENV_NAME.fullmatch(name):
+            raise ValueError(f"{word!r} is not NAME=VALUE")
+        if name in base and value == shown[name] != base[name]:
+            value = base[name]  # still masked: unchanged
+        out[name] = value
+    return out
+
+
+def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] | None = None) -> Draft:
+    """The running command as fields (speculative flags) + the rest of its args as one shell line, and
+    its environment line (`server_env`: the discovered server's environment, when known)."""
     choices: dict[str, tuple[str, ...]] = {}
     try:
         from spectui.core.launch.catalogue import load_catalogue, pick_version
@@ -92,16 +136,16 @@ def split_command(cmd: Any, version: str | None) -> Draft:
             choices["speculative_algorithm"] = tuple(str(c) for c in spec.choices)
     except Exception:  # noqa: BLE001 - choices are a convenience; the field still takes text
         pass
+    base = launch_env(cmd, server_env)
     if cmd is None:
-        return Draft({f.dest: "" for f in SPEC_FIELDS}, "", choices)
+        return Draft({f.dest: "" for f in SPEC_FIELDS}, "", choices, env_line(base), base)
     from spectui.core.launch.command import unset_flag
 
     values = {f.dest: _flag_value(cmd.args, f.flag) for f in SPEC_FIELDS}
     rest = cmd
     for f in SPEC_FIELDS:
         rest = unset_flag(rest, f.flag)
-    # The simulator's --sim-* knobs stay in `args`, in order: they are edited on the same line.
-    return Draft(values, shlex.join(rest.args), choices)
+    return Draft(values, shlex.join(rest.args), choices, env_line(base), base)
 
 
 @dataclass(frozen=True)
@@ -114,14 +158,21 @@ class Evaluation:
 
 
 def build_command(original: Any, draft: Draft) -> Any:
-    """The edited LaunchCommand. Raises ValueError for a raw line shlex cannot split."""
+    """The edited LaunchCommand, its `env` the edited environment line. Raises ValueError for a line
+    shlex cannot split ("other flags: …" / "environment: …")."""
     from spectui.core.launch.command import LaunchCommand, set_flag
 
-    args = tuple(shlex.split(draft.other))
+    try:
+        args = tuple(shlex.split(draft.other))
+    except ValueError as exc:
+        raise ValueError(f"other flags: cannot split this line ({exc}); check the quotes") from None
+    try:
+        env = parse_env_line(draft.env, draft.env_base)
+    except ValueError as exc:
+        raise ValueError(f"environment: {exc}; write NAME=VALUE words") from None
     base = original if original is not None else LaunchCommand(
         env=(), program=("python", "-m", "sglang.launch_server"), args=())
-    # The simulator's --sim-* knobs stay in args (core.launch's `sglang_args` leaves them out).
-    cmd = dataclasses.replace(base, args=args)
+    cmd = dataclasses.replace(base, args=args, env=tuple(env.items()))
     for f in SPEC_FIELDS:
         value = draft.values.get(f.dest, "").strip()
         if value:
@@ -140,19 +191,22 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     try:
         cmd = build_command(original, draft)
     except ValueError as exc:
-        t.append(f"other flags: cannot split this line ({exc}); check the quotes\n", "bold red")
+        t.append(f"{exc}\n", "bold red")
         return Evaluation(t, False)
     changes = tuple(diff(original, cmd)) if original is not None else ()
+    env_changes = env_diff(draft.env_base, dict(cmd.env))
     t.append("changes\n", "bold underline")
-    if not changes:
+    if not changes and not env_changes:
         t.append("  none (a plain restart)\n", "dim")
-    for c in changes:
-        t.append(f"  {c.flag}  ", "bold")
-        t.append(_show(c.old), "red")
+    rows = [(c.flag, _show(c.old), _show(c.new)) for c in changes]
+    rows += [(f"env {name}", _show_env(name, old), _show_env(name, new)) for name, old, new in env_changes]
+    for name, before, after in rows:
+        t.append(f"  {name}  ", "bold")
+        t.append(before, "red")
         t.append(" → ")
-        t.append(_show(c.new) + "\n", "green")
+        t.append(after + "\n", "green")
     ver, note = pick_version(version)
-    res = resolve(list(resolvable_args(cmd)), ver)
+    res = resolve(list(resolvable_args(cmd)), ver, env=dict(cmd.env))
     t.append("verdict ", "bold underline")
     t.append(f" (SGLang {ver}{'; ' + note if note else ''})\n", "dim")
     if res.outcome == "ok":
@@ -190,8 +244,24 @@ def _show(value: str | None) -> str:
     return value if value != "" else "(on)"
 
 
-def edits_from(original: Any, command: Any) -> Any:
-    """ops.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants)."""
+def _show_env(name: str, value: str | None) -> str:
+    from spectui.core.secrets import redact_env
+
+    if value is None:
+        return "(absent)"
+    shown = redact_env({name: value})[name]
+    return shown if shown and shown.isprintable() else repr(shown)
+
+
+def env_diff(base: Mapping[str, str], new: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
+    """(name, old, new) for every variable the environment line changed, in line order."""
+    out = [(k, base[k], new.get(k)) for k in base if base[k] != new.get(k)]
+    return out + [(k, None, v) for k, v in new.items() if k not in base]
+
+
+def edits_from(original: Any, command: Any, env_base: Mapping[str, str] | None = None) -> Any:
+    """ops.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants), and the
+    environment `env_base` (what the line showed; default: the original command's own) into `command.env`."""
     from spectui.core.launch.command import diff
     from spectui.ops.plan import Edits
 
@@ -203,7 +273,11 @@ def edits_from(original: Any, command: Any) -> Any:
             unsets.append(name)
         else:
             sets.append((name, c.new if c.new != "" else None))
-    return Edits(tuple(sets), tuple(unsets))
+    base = dict(original.env) if env_base is None else env_base
+    changed = env_diff(base, dict(command.env))
+    env_sets = tuple((k, v) for k, _, v in changed if v is not None)
+    env_unsets = tuple(k for k, _, v in changed if v is None)
+    return Edits(tuple(sets), tuple(unsets), env_sets, env_unsets)
 
 
 def result_log(result: Any) -> str | None:
@@ -216,13 +290,15 @@ def result_log(result: Any) -> str | None:
     return None
 
 
-async def run_ops_relaunch(session: Any, command: Any, *, progress: Callable[[str, str], None]) -> Any:
-    """prepare + execute through ops.relaunch; progress(step, message) for every step."""
+async def run_ops_relaunch(session: Any, command: Any, *, progress: Callable[[str, str], None],
+                           env_base: Mapping[str, str] | None = None) -> Any:
+    """prepare + execute through ops.relaunch; progress(step, message) for every step. `env_base`: the
+    environment the screen showed (its edits become --set-env / --unset-env)."""
     if session.relaunch is not None:
         return await session.relaunch(command, progress)
     from spectui.ops.relaunch import execute, prepare
 
-    edits = edits_from(session.launch, command)
+    edits = edits_from(session.launch, command, env_base)
     progress("checking", f"planning the relaunch of pid {session.pid}")
     plan = await prepare(session.host, edits, pid=session.pid)
     return await execute(session.host, plan,

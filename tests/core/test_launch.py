@@ -179,42 +179,37 @@ def test_edits_survive_a_render_round_trip() -> None:
 
 
 
-# The simulated SGLang (CONTRACTS.md: `python -m spectui.sim [SGLang flags] [--sim-* flags]`), as
-# `setsid nohup … > server.log 2>&1 &` starts it and as /proc shows it afterwards.
-SIM = ("setsid nohup /usr/bin/python3 -m spectui.sim --model-path /m --sim-time-scale 40 --port=31000 "
-       "--speculative-algorithm EAGLE3 --speculative-draft-model-path /d --sim-fault crash-after 3 "
-       "--speculative-eagle-topk 1 --sim-alpha=0.6 --speculative-num-draft-tokens 16 "
-       "--speculative-num-steps 1 > server.log 2>&1 &")
+# The simulated SGLang (CONTRACTS.md: `python -m spectui.sim [SGLang flags]`, its own knobs in
+# SPECTUI_SIM_* variables), as `setsid nohup … > server.log 2>&1 &` starts it and as /proc shows it afterwards.
+SIM_ARGS = ("--model-path /m --port=31000 --speculative-algorithm EAGLE3 --speculative-draft-model-path /d "
+            "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16 --speculative-num-steps 1")
+SIM = (f"SPECTUI_SIM_TIME_SCALE=40 SPECTUI_SIM_FAULT='crash-after 3' setsid nohup /usr/bin/python3 -m spectui.sim "
+       f"{SIM_ARGS} > server.log 2>&1 &")
 
 
 def test_simulator_parses_as_a_launch() -> None:
     cmd = parse_command(SIM)
     assert cmd.program == ("/usr/bin/python3", "-m", "spectui.sim") and cmd.is_simulator
+    assert cmd.env == (("SPECTUI_SIM_TIME_SCALE", "40"), ("SPECTUI_SIM_FAULT", "crash-after 3"))
     assert cmd.wrapper == ("setsid", "nohup") and cmd.redirects == ("> server.log", "2>&1", "&")
-    assert cmd.args == tuple(SIM.split()[5:-4])  # every word, in order: a relaunch restarts it unchanged
-    assert cmd.sglang_args == ("--model-path", "/m", "--port=31000", "--speculative-algorithm", "EAGLE3",
-                               "--speculative-draft-model-path", "/d", "--speculative-eagle-topk", "1",
-                               "--speculative-num-draft-tokens", "16", "--speculative-num-steps", "1")
+    assert cmd.args == tuple(SIM_ARGS.split())  # every word, in order: a relaunch restarts it unchanged
+    assert cmd.sglang_args == cmd.args  # SGLang's command line alone: the launch model knows no knobs
     assert parse_command(cmd.render()) == cmd
-    assert parse_command(cmd.argv) == replace(cmd, wrapper=(), redirects=())  # /proc's argv
+    assert parse_command(cmd.argv) == replace(cmd, env=(), wrapper=(), redirects=())  # /proc's argv
     assert cmd.entry == "launch_server"
-    assert parse_command(SIM.replace("-m spectui.sim", "-m sglang.launch_server")).sglang_args == cmd.args
-    edited = unset_flag(set_flag(cmd, "sim-fault", "oom-at-capture"), "sim-alpha")
-    assert edited.args[:3] == cmd.args[:3] and "--sim-alpha=0.6" not in edited.args
-    assert diff(cmd, edited) == [FlagChange("--sim-fault", "crash-after 3", "oom-at-capture"),
-                                 FlagChange("--sim-alpha", "0.6", None)]
-    assert edited.sglang_args == cmd.sglang_args
+    assert parse_command(SIM.replace("-m spectui.sim", "-m sglang.launch_server")).args == cmd.args
+    edited = set_flag(cmd, "speculative-num-steps", "3")
+    assert diff(cmd, edited) == [FlagChange("--speculative-num-steps", "1", "3")]
+    assert edited.env == cmd.env
 
 
-def test_simulator_knob_split_matches_the_simulator() -> None:
-    from spectui.core.launch.command import split_sim_knobs
-    from spectui.sim.knobs import split_argv
+def test_no_simulator_knowledge_in_the_launch_model() -> None:
+    import spectui.core.launch.command as command
 
-    for argv in (list(parse_command(SIM).args), ["--sim-fault=crash-after", "3", "--tp", "2"],
-                 ["--tp", "2", "--sim-seed", "5", "--port", "1"], ["--sim-fault", "oom-at-capture", "3"]):
-        sglang, knobs = split_sim_knobs(argv)
-        assert list(sglang) == split_argv(argv)[0]
-        assert split_argv(knobs)[1] == split_argv(argv)[1]
+    assert not hasattr(command, "split_sim_knobs") and not hasattr(command, "knob_len")
+    # A `--sim-*` word is nothing special: an unknown flag like any other (one value word).
+    cmd = parse_command("python3 -m spectui.sim --model-path /m --sim-fault crash-after 3")
+    assert unset_flag(cmd, "sim-fault").args == ("--model-path", "/m", "3")
 
 
 def test_simulator_launch_is_judged_on_sglang_flags_only() -> None:

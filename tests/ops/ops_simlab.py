@@ -23,7 +23,8 @@ SEED_FLAGS = ["--model-path", "/models/kimi-k2.5-int4", "--speculative-algorithm
               "--speculative-draft-model-path", "/data/eagle3/output_100k_sglang/4",
               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
               "--speculative-num-steps", "1"]
-SIM_FAST = ["--sim-time-scale", "40", "--sim-traffic", "4"]
+# The simulator's knobs travel in its environment (SGLang's command line stays SGLang's): fast, some load.
+SIM_FAST_ENV = {"SPECTUI_SIM_TIME_SCALE": "40", "SPECTUI_SIM_TRAFFIC": "4"}
 
 
 def health(port: int) -> int | None:
@@ -64,10 +65,11 @@ class SimLab:
     def start(self, flags: list[str], log: str = "server.log", *, module: str = "spectui.sim",
               env: dict[str, str] | None = None) -> int:
         argv = [sys.executable, "-m", module, *flags, "--port", str(self.port)]
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("SPECTUI_SIM_")}
         out = subprocess.run(
             ["sh", "-c", 'cd "$1" && log=$2 && shift 2 && setsid nohup "$@" > "$log" 2>&1 < /dev/null & echo $!',
              "sh", str(self.root), log, *argv],
-            capture_output=True, text=True, check=True, env={**os.environ, **(env or {})})
+            capture_output=True, text=True, check=True, env={**inherited, **(env or {})})
         pid = int(out.stdout.strip())
         self.pgids.add(pid)
         return pid

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab
+from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab
 
 from spectui.core.log.pipeline import Pipeline
 from spectui.core.rules.engine import RuleEngine, load_rules
@@ -41,7 +41,7 @@ def _pipeline() -> Pipeline:
 async def test_over_ssh_the_log_is_read_through_one_sftp_handle(lab: SimLab, sshd, ssh_args) -> None:  # type: ignore[no-untyped-def]
     from spectui.sources.target import open_host, parse_target
 
-    pid = lab.start([*SEED_FLAGS, "--sim-time-scale", "10", "--sim-traffic", "4"])
+    pid = lab.start(SEED_FLAGS, env={"SPECTUI_SIM_TIME_SCALE": "10", "SPECTUI_SIM_TRAFFIC": "4"})
     host = open_host(parse_target(sshd.target), ssh_args)
     await host.connect()
     counting = Counting(host)
@@ -62,8 +62,8 @@ async def test_over_ssh_the_log_is_read_through_one_sftp_handle(lab: SimLab, ssh
 
 
 async def test_a_crash_is_diagnosed_with_its_whole_traceback(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, "--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4",
-                     *SIM_FAST, "--sim-fault", "oom-at-capture"])
+    pid = lab.start([*SEED_FLAGS, "--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4"],
+                    env={**SIM_FAST_ENV, "SPECTUI_SIM_FAULT": "oom-at-capture"})
     host = Counting(LocalHost())
     phases: list[str] = []
     watcher = LaunchWatcher(host, pid, str(lab.root / "server.log"), lab.port, "127.0.0.1",

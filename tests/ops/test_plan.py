@@ -98,28 +98,78 @@ def test_new_log_path() -> None:
     assert new_log_path("/l/out.txt", "/c", NOW) == "/l/out.txt-20261130-150405.log"
 
 
-def test_port_and_sim_knobs() -> None:
-    # The simulator's /proc argv parses as a launch like SGLang's (core.launch), no workaround here.
+def test_port_and_the_simulator() -> None:
+    # The simulator's /proc argv parses as a launch like SGLang's (core.launch), no workaround here:
+    # its knobs are in its environment, so its args are SGLang's alone.
     cmd = parse_command(["/usr/bin/python3", "-m", "spectui.sim", "--model-path", "/m", "--port=31000",
-                         "--sim-time-scale", "40", "--sim-fault", "crash-after", "3", "--tp-size", "2"])
+                         "--tp-size", "2"])
     assert cmd.program == ("/usr/bin/python3", "-m", "spectui.sim")
     assert port_of(cmd, None) == 31000
-    assert resolvable_args(cmd) == ("--model-path", "/m", "--port=31000", "--tp-size", "2")
-    # A knob the simulator would refuse is shown to SGLang's argparse, so the verdict names it.
+    assert resolvable_args(cmd) == cmd.args == ("--model-path", "/m", "--port=31000", "--tp-size", "2")
+    # A `--sim-*` flag on the command line is not SGLang's: the verdict names it as argparse would.
     bad = parse_command("python3 -m spectui.sim --model-path /m --sim-bogus 1")
     assert resolvable_args(bad) == ("--model-path", "/m", "--sim-bogus", "1")
     assert "unrecognized arguments: --sim-bogus 1" in str(resolve(list(resolvable_args(bad)), "0.5.6").argparse_error)
 
 
-def test_plan_for_the_simulator_edits_a_knob_and_judges_sglang_flags() -> None:
-    sim = ("/usr/bin/python3", "-m", "spectui.sim", *SEED[3:], "--sim-time-scale", "40")
-    plan = build_plan(server(sim), Edits.from_cli(["speculative-num-steps=15", "sim-fault=oom-at-capture"]),
+def test_plan_for_the_simulator_sets_a_knob_variable_and_judges_sglang_flags() -> None:
+    sim = ("/usr/bin/python3", "-m", "spectui.sim", *SEED[3:])
+    env = {"SPECTUI_SIM_TIME_SCALE": "40", "NCCL_PROTO": "LL"}
+    plan = build_plan(server(sim, env=env), Edits.from_cli(["speculative-num-steps=15"],
+                                                           env_sets=["SPECTUI_SIM_FAULT=oom-at-capture"]),
                       host_name="local", now=NOW)
     assert plan.resolution.outcome == "ok" and not plan.needs_force
-    assert [(c.flag, c.old, c.new) for c in plan.changes] == [
-        ("--speculative-num-steps", "1", "15"), ("--sim-fault", None, "oom-at-capture")]
-    assert plan.new.argv[-4:] == ["--sim-time-scale", "40", "--sim-fault", "oom-at-capture"]
-    assert plan.new.argv[:3] == list(sim[:3])
+    assert [(c.flag, c.old, c.new) for c in plan.changes] == [("--speculative-num-steps", "1", "15")]
+    assert [(e.name, e.old, e.new) for e in plan.env_changes] == [("SPECTUI_SIM_FAULT", None, "oom-at-capture")]
+    assert plan.new.argv == [*sim[:-1], "15"]  # SGLang's command line, nothing else
+    assert dict(plan.new_env) == {**env, "SPECTUI_SIM_FAULT": "oom-at-capture"}
+
+
+def test_env_edits_reach_the_start_command_diff_and_json() -> None:
+    edits = Edits.from_cli(env_sets=["NCCL_DEBUG=INFO", "NCCL_PROTO=Simple"], env_unsets=["HF_TOKEN"])
+    assert edits.env_sets == (("NCCL_DEBUG", "INFO"), ("NCCL_PROTO", "Simple")) and edits.env_unsets == ("HF_TOKEN",)
+    plan = build_plan(server(), edits, host_name="local", now=NOW)
+    assert plan.changes == () and not plan.needs_force
+    assert [(e.name, e.old, e.new) for e in plan.env_changes] == [
+        ("NCCL_PROTO", "LL", "Simple"), ("HF_TOKEN", "hf_secret", None), ("NCCL_DEBUG", None, "INFO")]
+    start = plan.start_argv()
+    assert "NCCL_PROTO=Simple" in start and "NCCL_DEBUG=INFO" in start
+    assert "NCCL_PROTO=LL" not in start and not any(w.startswith("HF_TOKEN=") for w in start)
+    assert start[-len(plan.new.argv):] == plan.new.argv
+    shown = plan.render()
+    assert "changes  none" not in shown
+    assert "  env NCCL_PROTO  LL -> Simple" in shown and "  env NCCL_DEBUG  (absent) -> INFO" in shown
+    assert "  env HF_TOKEN    *** -> (absent)" in shown and "hf_secret" not in shown
+    assert "edited as above" in shown
+    out = plan.to_json()
+    assert out["env_diff"] == [{"name": "NCCL_PROTO", "old": "LL", "new": "Simple"},
+                               {"name": "HF_TOKEN", "old": "***", "new": None},
+                               {"name": "NCCL_DEBUG", "old": None, "new": "INFO"}]
+    assert out["diff"] == [] and "hf_secret" not in str(out)
+
+
+def test_a_secret_set_through_env_stays_masked_in_the_plan() -> None:
+    plan = build_plan(server(), Edits.from_cli(env_sets=["HF_TOKEN=hf_new", "OPENAI_API_KEY=sk-live"]),
+                      host_name="local", now=NOW)
+    assert "HF_TOKEN=hf_new" in plan.start_argv()  # the real value reaches the server
+    shown, out = plan.render(), str(plan.to_json())
+    for text in (shown, out):
+        assert "hf_new" not in text and "sk-live" not in text and "hf_secret" not in text
+    assert "  env HF_TOKEN        *** -> ***" in shown and "  env OPENAI_API_KEY  (absent) -> ***" in shown
+    assert "HF_TOKEN=***" in "\n".join(plan.to_json()["host_commands"])
+
+
+def test_env_edit_usage_errors() -> None:
+    for bad in (["NCCL_DEBUG"], ["=1"], ["1X=2"], ["A B=1"]):
+        with pytest.raises(UsageError, match="NAME=VALUE"):
+            Edits.from_cli(env_sets=bad)
+    with pytest.raises(UsageError, match="variable name"):
+        Edits.from_cli(env_unsets=["A=1"])
+    with pytest.raises(UsageError, match="has no NCCL_DEBUG; nothing to remove"):
+        build_plan(server(), Edits.from_cli(env_unsets=["NCCL_DEBUG"]), host_name="local", now=NOW)
+    # An empty value is a value (set, not removed).
+    plan = build_plan(server(), Edits.from_cli(env_sets=["NCCL_PROTO="]), host_name="local", now=NOW)
+    assert plan.new_env["NCCL_PROTO"] == "" and "NCCL_PROTO=" in plan.start_argv()
 
 
 def test_gpu_apps_and_redaction() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from statistics import mean
 
 import pytest
-from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
+from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab, alive, proc_argv, wait_health
 
 from spectui.ops.history import read_history
 
@@ -45,7 +45,7 @@ def with_flag(argv: list[str], flag: str, value: str) -> list[str]:
 
 
 def test_seed_relaunch_raises_accept_len_and_spares_a_bystander(lab: SimLab, target: list[str]) -> None:
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     old_argv = proc_argv(old_pid)
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -78,10 +78,10 @@ def test_seed_relaunch_raises_accept_len_and_spares_a_bystander(lab: SimLab, tar
 
 
 def test_oom_at_capture_rolls_back_to_the_serving_old_server(lab: SimLab, target: list[str]) -> None:
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     old_argv = proc_argv(old_pid)
-    done = relaunch(target, old_pid, "--set", "speculative-num-steps=15", "--set", "sim-fault=oom-at-capture")
+    done = relaunch(target, old_pid, "--set", "speculative-num-steps=15", "--set-env", "SPECTUI_SIM_FAULT=oom-at-capture")
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
     assert out["healthy"] is False and out["rolled_back"] is True
@@ -95,7 +95,7 @@ def test_oom_at_capture_rolls_back_to_the_serving_old_server(lab: SimLab, target
 
 
 def test_argv_with_shell_metacharacters_round_trips(lab: SimLab, target: list[str]) -> None:
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST, "--served-model-name", "plain"])
+    old_pid = lab.start([*SEED_FLAGS, "--served-model-name", "plain"], env=SIM_FAST_ENV)
     wait_health(lab.port)
     old_argv = proc_argv(old_pid)
     nasty = "my model; $(touch pwned) `id` 'single' \"double\" & | > x"
@@ -107,7 +107,7 @@ def test_argv_with_shell_metacharacters_round_trips(lab: SimLab, target: list[st
 
 
 def test_bad_flag_needs_force_and_then_rolls_back(lab: SimLab, target: list[str]) -> None:
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     old_argv = proc_argv(old_pid)
     # The seed's first mistake: a vLLM flag name SGLang does not know.
@@ -126,7 +126,7 @@ def test_bad_flag_needs_force_and_then_rolls_back(lab: SimLab, target: list[str]
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(lab: SimLab) -> None:
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     argv = [sys.executable, "-m", "spectui.cli", "relaunch", "local", "--pid", str(old_pid),
             "--set", "speculative-num-steps=15", "--dry-run"]
@@ -161,7 +161,7 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
     from spectui.ops.relaunch import RelaunchOptions, Step, execute, prepare
     from spectui.sources.target import open_host, parse_target
 
-    old_pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     host = open_host(parse_target(sshd.target), ssh_args)
     await host.connect()
@@ -185,7 +185,7 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
     dropper = asyncio.create_task(drop_links_once_the_new_server_runs())
     try:
         # A slower start (time scale 8) leaves the link drop inside the health wait.
-        plan = await prepare(host, Edits.from_cli(["speculative-num-steps=15", "sim-time-scale=8"]), pid=old_pid)
+        plan = await prepare(host, Edits.from_cli(["speculative-num-steps=15"], env_sets=["SPECTUI_SIM_TIME_SCALE=8"]), pid=old_pid)
         result = await execute(host, plan, RelaunchOptions(stop_grace_s=10, health_timeout_s=60),
                                on_progress=lambda p: steps.append(p.step))
     finally:
@@ -201,9 +201,9 @@ async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: 
 def test_target_log_path_picks_the_server_writing_it(lab: SimLab) -> None:
     from ops_simlab import free_port
 
-    first = lab.start([*SEED_FLAGS, *SIM_FAST], log="a.log")
+    first = lab.start(SEED_FLAGS, log="a.log", env=SIM_FAST_ENV)
     lab.port, first_port = free_port(), lab.port
-    second = lab.start([*SEED_FLAGS, *SIM_FAST], log="b.log")
+    second = lab.start(SEED_FLAGS, log="b.log", env=SIM_FAST_ENV)
     wait_health(first_port)
     wait_health(lab.port)
     for log, pid in (("a.log", first), ("b.log", second)):
@@ -212,3 +212,31 @@ def test_target_log_path_picks_the_server_writing_it(lab: SimLab) -> None:
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["old_pid"] == pid
+
+
+def proc_env(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode()
+    return dict(item.split("=", 1) for item in raw.split("\0") if item)
+
+
+def test_set_env_and_unset_env_reach_the_new_server(lab: SimLab) -> None:
+    old_pid = lab.start(SEED_FLAGS, env={**SIM_FAST_ENV, "NCCL_PROTO": "LL", "HF_TOKEN": "hf_old_secret"})
+    wait_health(lab.port)
+    old_env = proc_env(old_pid)
+    done = relaunch(["local"], old_pid, "--set-env", "NCCL_DEBUG=INFO", "--unset-env", "NCCL_PROTO",
+                    "--set-env", "HF_TOKEN=hf_new_secret")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["healthy"] is True and out["diff"] == []
+    assert out["env_diff"] == [{"name": "NCCL_PROTO", "old": "LL", "new": None},
+                               {"name": "HF_TOKEN", "old": "***", "new": "***"},
+                               {"name": "NCCL_DEBUG", "old": None, "new": "INFO"}]
+    assert "secret" not in done.stdout + done.stderr  # neither value is ever printed
+    new_env = proc_env(out["new_pid"])
+    assert new_env["NCCL_DEBUG"] == "INFO" and "NCCL_PROTO" not in new_env
+    assert new_env["HF_TOKEN"] == "hf_new_secret"
+    # Everything else is carried over exactly, the simulator's knobs too.
+    assert {k: v for k, v in new_env.items() if k not in ("NCCL_DEBUG", "NCCL_PROTO", "HF_TOKEN")} == {
+        k: v for k, v in old_env.items() if k not in ("NCCL_PROTO", "HF_TOKEN")}
+    assert new_env["SPECTUI_SIM_TIME_SCALE"] == "40"
+    assert not alive(old_pid)

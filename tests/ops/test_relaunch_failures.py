@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from ops_simlab import SEED_FLAGS, SIM_FAST, SimLab, alive, proc_argv, wait_health
+from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab, alive, proc_argv, wait_health
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
@@ -63,7 +63,7 @@ def plan_for(lab: SimLab, pid: int, edits: Edits) -> object:
 
 
 async def test_vanished_server_changes_nothing(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15"]))
     os.killpg(pid, 9)
@@ -76,7 +76,7 @@ async def test_vanished_server_changes_nothing(lab: SimLab) -> None:
 
 
 async def test_read_only_host_changes_nothing(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15"]))
     with pytest.raises(RelaunchError, match="read-only"):
@@ -95,7 +95,7 @@ class OtherUserHost(LocalHost):
 async def test_permission_denied_changes_nothing(lab: SimLab) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to run commands as another user")
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15"]))
     with pytest.raises(RelaunchError, match=r"permission denied.*nothing was changed"):
@@ -124,10 +124,10 @@ async def test_port_never_freed_rolls_back(lab: SimLab) -> None:
 
 
 async def test_health_timeout_rolls_back(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     # The new launch starts 40x slower than the old one: it cannot be healthy within 1 s.
-    plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15", "sim-time-scale=1"]))
+    plan = plan_for(lab, pid, Edits.from_cli(["speculative-num-steps=15"], env_sets=["SPECTUI_SIM_TIME_SCALE=1"]))
     opts = RelaunchOptions(stop_grace_s=10, kill_wait_s=5, port_timeout_s=10, gpu_timeout_s=5, health_timeout_s=1)
     result = await execute(LocalHost(), plan, opts, history=HistoryStore(lab.root.parent / "h.jsonl"))
     assert not result.healthy and "not healthy after 1 s" in (result.new.error or "")
@@ -138,9 +138,9 @@ async def test_health_timeout_rolls_back(lab: SimLab) -> None:
 
 
 async def test_crash_without_rollback_says_nothing_runs(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
-    plan = plan_for(lab, pid, Edits.from_cli(["sim-fault=oom-at-capture"]))
+    plan = plan_for(lab, pid, Edits.from_cli(env_sets=["SPECTUI_SIM_FAULT=oom-at-capture"]))
     opts = RelaunchOptions(stop_grace_s=10, kill_wait_s=5, port_timeout_s=10, gpu_timeout_s=5,
                            health_timeout_s=60, rollback=False)
     history = HistoryStore(lab.root.parent / "h.jsonl")
@@ -161,7 +161,7 @@ cat "$FAKE_GPU_APPS"
 
 async def test_gpu_memory_never_released_names_the_holder_and_rolls_back(
         lab: SimLab, monkeypatch: pytest.MonkeyPatch) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     tools = lab.root.parent / "bin"
     tools.mkdir()
@@ -197,7 +197,7 @@ async def test_progress_as_async_iterator_ends_with_the_refusal(tmp_path: Path) 
 
 
 async def test_unreadable_environment_is_refused(lab: SimLab) -> None:
-    pid = lab.start([*SEED_FLAGS, *SIM_FAST])
+    pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
     wait_health(lab.port)
     server = server_of(pid, lab.port, lab.root / "server.log")
     # What discovery yields when /proc/PID/environ is not readable (another user's server).

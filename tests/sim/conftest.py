@@ -89,7 +89,8 @@ def sim_factory(tmp_path: Path) -> Iterator:
             sim.proc.wait(10)
 
 
-def run_sim(args: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    """Run the simulator to completion (for launches that fail before serving)."""
+def run_sim(args: list[str], timeout: float = 30.0, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """Run the simulator to completion (for launches that fail before serving); `env` adds variables."""
     return subprocess.run([sys.executable, "-m", "spectui.sim", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+                          timeout=timeout, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})

@@ -97,3 +97,32 @@ def test_help_prints_usage_and_starts_nothing() -> None:
     assert res.returncode == 0
     assert res.stdout.startswith("usage: sglang serve [-h] --model-path MODEL_PATH")
     assert "server_args" not in res.stderr
+
+
+def test_knobs_are_read_from_the_environment() -> None:
+    # SPECTUI_SIM_SGLANG_VERSION picks the release: 0.5.6's prog is launch_server.py, the newest's `sglang serve`.
+    res = run_sim([*EAGLE3, "--num-speculative-tokens", "16"], env={"SPECTUI_SIM_SGLANG_VERSION": "0.5.6.post2"})
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1] == "launch_server.py: error: unrecognized arguments: --num-speculative-tokens 16"
+
+
+def test_a_flag_overrides_the_environment() -> None:
+    res = run_sim([*EAGLE3, "--num-speculative-tokens", "16", "--sim-sglang-version", "0.5.23"],
+                  env={"SPECTUI_SIM_SGLANG_VERSION": "0.5.6.post2"})
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1] == "sglang serve: error: unrecognized arguments: --num-speculative-tokens 16"
+
+
+def test_a_bad_environment_value_is_one_line_naming_the_variable() -> None:
+    res = run_sim([*EAGLE3, *CHAIN3], env={"SPECTUI_SIM_ALPHA": "1.5"})
+    assert res.returncode == 2
+    assert res.stderr.strip() == "spectui.sim: error: SPECTUI_SIM_ALPHA must be in (0, 1), got 1.5"
+    res = run_sim([*EAGLE3, *CHAIN3], env={"SPECTUI_SIM_SGLANG_VERSION": "banana"})
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert res.stderr.startswith("spectui.sim: error: SPECTUI_SIM_SGLANG_VERSION: ")
+
+
+def test_fault_from_the_environment_reaches_the_server(sim_factory) -> None:
+    sim = sim_factory([*EAGLE3, *CHAIN3], env={"SPECTUI_SIM_TIME_SCALE": "50", "SPECTUI_SIM_FAULT": "oom-at-capture"})
+    assert sim.proc.wait(60) != 0
+    assert "Capture cuda graph failed: CUDA out of memory" in sim.text()

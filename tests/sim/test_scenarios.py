@@ -22,10 +22,11 @@ def _scenario_log(name: str, tmp_path: Path, decode_lines: int = 12) -> Path:
     """Run the scenario's simulator until it ends by itself, or (serving) until enough Decode lines."""
     log = tmp_path / f"{name}.log"
     traffic = None if name == "capacity" else 8.0  # capacity needs its own heavy load
-    argv = SCENARIOS[name].argv(host="127.0.0.1", port=free_port(), time_scale=50, traffic=traffic)
+    argv = SCENARIOS[name].argv(host="127.0.0.1", port=free_port())
+    knobs = SCENARIOS[name].env(time_scale=50, traffic=traffic)  # SPECTUI_SIM_* variables, not argv
     with open(log, "wb") as f:
         proc = subprocess.Popen([sys.executable, "-m", "spectui.sim", *argv], stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **knobs})
     try:
         deadline = time.monotonic() + 60
         while proc.poll() is None:
@@ -55,6 +56,16 @@ def _mean_accept(report: dict) -> float:
 
 def _categories(report: dict, *severities: str) -> set[str]:
     return {d["category"] for d in report["diagnoses"] if d["severity"] in severities}
+
+
+def test_scenarios_keep_sglangs_command_line_and_put_knobs_in_the_environment() -> None:
+    for s in SCENARIOS.values():
+        assert not any(w.startswith("--sim-") for w in s.argv(host="h", port=1))
+    env = SCENARIOS["crash"].env(time_scale=40, version="0.5.6")
+    assert env == {"SPECTUI_SIM_TIME_SCALE": "40", "SPECTUI_SIM_TRAFFIC": "2", "SPECTUI_SIM_FAULT": "crash-after 6",
+                   "SPECTUI_SIM_SGLANG_VERSION": "0.5.6"}
+    assert SCENARIOS["crash"].sim_knobs().fault is not None and SCENARIOS["crash"].sim_knobs().fault.count == 6
+    assert SCENARIOS["silent-override"].env(time_scale=1, traffic=3)["SPECTUI_SIM_TRAFFIC"] == "3"
 
 
 def test_healthy(tmp_path: Path) -> None:

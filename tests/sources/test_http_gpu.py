@@ -66,8 +66,9 @@ async def test_simulator_health_server_info_and_metrics(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "server.log"
     argv = [sys.executable, "-m", "spectui.sim", "--enable-metrics",
-            *SCENARIOS["healthy"].argv(host="127.0.0.1", port=port, time_scale=30, traffic=8)]
-    with started(argv, log):
+            *SCENARIOS["healthy"].argv(host="127.0.0.1", port=port)]
+    knobs = SCENARIOS["healthy"].env(time_scale=30, traffic=8)  # SPECTUI_SIM_* variables
+    with started(argv, log, env=knobs):
         wait_for_text(log, "Decode batch")
         probe = ServerProbe(LocalHost(), port)
         try:

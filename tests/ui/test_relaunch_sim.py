@@ -10,7 +10,6 @@ import signal
 from textual.widgets import DataTable
 
 from spectui.commands.demorun import DemoRun
-from spectui.core.launch.command import parse_command
 from spectui.sim.scenarios import SCENARIOS
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail
@@ -34,7 +33,7 @@ def start_demo_session(scenario: str, tmp_path) -> tuple[DemoRun, str, Session]:
                    log_path=str(tmp_path / "server.log"))
     path = demo.start_sim()
     host = LocalHost()
-    session = Session(label="demo", log_path=path, host=host, launch=parse_command(list(demo.proc.args)),
+    session = Session(label="demo", log_path=path, host=host, launch=demo.launch(),
                       current_pid=demo.proc.pid, probe_gpus=False,
                       tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__())
     return demo, path, session
@@ -101,10 +100,12 @@ async def test_a_relaunch_that_fails_is_rolled_back_and_shown(tmp_path, monkeypa
             await pilot.press("r")
             screen = app.screen
             assert isinstance(screen, RelaunchScreen)
-            other = screen.query_one("#other", Input)
-            other.value = other.value + " --sim-fault oom-at-capture"  # the new server dies capturing graphs
+            env = screen.query_one("#env", Input)
+            assert "SPECTUI_SIM_TIME_SCALE=40" in env.value  # the demo's knobs, on the environment line
+            env.value = env.value + " SPECTUI_SIM_FAULT=oom-at-capture"  # the new server dies capturing graphs
             await pilot.pause()
             assert screen.evaluation.launchable
+            assert "env SPECTUI_SIM_FAULT" in screen.evaluation.text.plain
             await pilot.press("ctrl+s", "ctrl+s")
             await wait_for(lambda: not screen.running and screen.result is not None, pilot, timeout=120)
             assert not screen.result.healthy and screen.result.rolled_back

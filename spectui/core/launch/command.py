@@ -5,9 +5,9 @@ sglang.launch_server`, `sglang serve`, `bash -c "…"` and `ssh host '…'` wrap
 `Shell` layer), backslash-newline continuations, comments, redirections and a trailing `&`.
 render() rebuilds the same structure with shell quoting, so parse(render(c)) == c.
 
-The simulated SGLang (`python -m spectui.sim`, CONTRACTS.md) parses too: it takes SGLang's command line
-plus its own `--sim-*` knobs. Its `args` keep every word in order (a relaunch restarts it unchanged);
-`sglang_args` is what SGLang's argparse would see, without the knobs (for resolving and rules).
+The simulated SGLang (`python -m spectui.sim`, CONTRACTS.md) parses too: it is an entry point with
+SGLang's command line (its own knobs travel in its environment), so nothing here knows about it beyond
+its program name.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class LaunchCommand:
 
     @property
     def sglang_args(self) -> tuple[str, ...]:
-        """The args SGLang's argparse sees: `args`, less the simulator's own `--sim-*` knobs."""
-        return split_sim_knobs(self.args)[0] if self.is_simulator else self.args
+        """What SGLang's argparse sees: `args` (kept so callers reading it need not change)."""
+        return self.args
 
     @property
     def entry(self) -> str:
@@ -166,35 +166,6 @@ def _find_program(words: list[Token]) -> tuple[int, int] | None:
     return None
 
 
-def split_sim_knobs(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(SGLang's words, the simulator's `--sim-*` knob words), each in order, read as spectui.sim.knobs
-    does: `--sim-x=V`, `--sim-x V` (any next word is the value), `--sim-fault crash-after N` (count apart).
-    Validating the knobs is the simulator's job; this only keeps them away from SGLang's argparse."""
-    sglang: list[str] = []
-    knobs: list[str] = []
-    i = 0
-    while i < len(words):
-        if words[i].startswith("--sim-"):
-            n = knob_len(words, i)
-            knobs += words[i:i + n]
-            i += n
-        else:
-            sglang.append(words[i])
-            i += 1
-    return tuple(sglang), tuple(knobs)
-
-
-def knob_len(words: Sequence[str], i: int) -> int:
-    """How many words the `--sim-*` knob at `i` takes (see split_sim_knobs; spectui.sim.knobs reads them so)."""
-    name, eq, value = words[i].partition("=")
-    n = 1
-    if not eq and i + 1 < len(words):
-        value, n = words[i + 1], 2
-    if name == "--sim-fault" and value == "crash-after" and i + n < len(words) and words[i + n].isdigit():
-        n += 1
-    return n
-
-
 def _split_assign(t: Token) -> tuple[str, str]:
     k, _, val = t.text.partition("=")
     return k, val
@@ -277,8 +248,6 @@ def _same_flag(token: str, flag: str, cat: FlagCatalogue | None) -> bool:
 
 
 def _value_count(args: Sequence[str], i: int, cat: FlagCatalogue | None) -> int:
-    if args[i].startswith("--sim-"):  # the simulator's knobs (no SGLang flag starts so)
-        return knob_len(args, i) - 1
     if "=" in args[i]:
         return 0
     spec = cat.spec_for(args[i]) if cat else None

@@ -1,4 +1,5 @@
-"""Relaunch screen (`r`): speculative flags as fields, the rest as a raw command line; live diff and verdict.
+"""Relaunch screen (`r`): speculative flags as fields, the rest as a raw command line, the environment as
+NAME=VALUE words (secret values masked, kept unless edited); live diff and verdict.
 
 Every keystroke rebuilds the edited LaunchCommand, diffs it against the running one and asks
 core.resolve what SGLang would do with it (warnings, effective values, errors) — all pure and fast.
@@ -51,7 +52,7 @@ class RelaunchScreen(ModalScreen[None]):
         self.diagnosis = diagnosis
         self.version = cockpit.version
         self.original = session.launch
-        self.draft = split_command(self.original, self.version)
+        self.draft = split_command(self.original, self.version, getattr(session.server, "env", None))
         if diagnosis is not None and diagnosis.fix is not None:
             self.draft = self.draft.with_fix(diagnosis.fix)
         self.armed = False
@@ -90,6 +91,10 @@ class RelaunchScreen(ModalScreen[None]):
                 with Horizontal(classes="row"):
                     yield Label("other flags")
                     yield Input(value=self.draft.other, id="other")
+                with Horizontal(classes="row"):
+                    yield Label("environment")
+                    yield Input(value=self.draft.env, placeholder="NAME=VALUE … (the rest of the server's "
+                                "environment is kept as it is)", id="env")
                 yield Static(id="verdict")
             with Vertical(id="bottom"):
                 yield Static(id="progress")  # beside the buttons: visible while the relaunch runs
@@ -112,7 +117,8 @@ class RelaunchScreen(ModalScreen[None]):
             raw = widget.value if isinstance(widget, Input) else (
                 "" if widget.value is Select.NULL else str(widget.value))
             values[f.dest] = raw.strip()
-        return dataclasses.replace(self.draft, values=values, other=self.query_one("#other", Input).value)
+        return dataclasses.replace(self.draft, values=values, other=self.query_one("#other", Input).value,
+                                   env=self.query_one("#env", Input).value)
 
     @on(Input.Changed)
     @on(Select.Changed)
@@ -174,7 +180,8 @@ class RelaunchScreen(ModalScreen[None]):
         from spectui.ui.relaunch_model import result_log, run_ops_relaunch
 
         try:
-            result = await run_ops_relaunch(self.session, command, progress=self._progress)
+            result = await run_ops_relaunch(self.session, command, progress=self._progress,
+                                            env_base=self.draft.env_base)
         except Exception as exc:  # noqa: BLE001 - shown to the operator, one line
             self.running = False
             self._progress("failed", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
