@@ -28,7 +28,8 @@ def slower(out: str) -> list[dict]:
 def test_watch_stdin_with_a_baseline_says_speculation_is_slower() -> None:
     text = MTP_LOG.read_text()
     res = spectui("watch", "-", "--jsonl", "--baseline-tps", "2000", stdin=text)
-    assert res.returncode == 0 and res.stderr == "", res.stderr
+    # An error-severity diagnosis: exit 1, as CONTRACTS says (it used to exit 0 here).
+    assert res.returncode == 1 and res.stderr == "", res.stderr
     found = slower(res.stdout)
     assert found and found[0]["rule"] == "SPEC026" and found[0]["severity"] == "error"
     assert "the 2000.0 tok/s baseline" in found[0]["message"]
