@@ -25,7 +25,7 @@ class SpectuiApp(App[int]):
         Binding("r", "relaunch", "Relaunch"),
         Binding("h", "history", "History"),
         Binding("x", "record", "Record", show=False),
-        Binding("i", "draft", "Draft"),
+        Binding("i", "draft", "Draft", show=False),
     ]
 
     def __init__(

@@ -81,7 +81,9 @@ def test_silent_override(tmp_path: Path) -> None:
     assert r["server_args"]["speculative_num_draft_tokens"] == 2  # asked for 16
     assert 1.7 <= _mean_accept(r) <= 1.9
     assert r["decode"]["running_req"]["last"] == 1  # one stream, like the seed's benchmark
-    assert 65 < r["decode"]["gen_tokens_per_s"]["mean"] < 85  # the seed: below the 90 tok/s baseline
+    # The seed measured 56.8 tok/s against 90 without speculation; the simulator's round cost is fitted to
+    # the seed's two measurements (docs/SIMULATOR.md), so steps 1 lands near 64: below the baseline.
+    assert 55 < r["decode"]["gen_tokens_per_s"]["mean"] < 85
     assert r["records"]["error"] == 0
     assert "silent-override" in _categories(r, "error", "warning")  # from the log alone (no --launch)
     assert "spec-slower-than-baseline" in _categories(r, "error", "warning")

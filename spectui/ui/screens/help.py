@@ -27,6 +27,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "on a diagnosis: open the relaunch screen with its fix"),
     ("r", "relaunch screen: edit flags, live diff and verdict, confirm"),
     ("h", "launch history: flags and what each launch reached"),
+    ("i", "draft checkpoint: config.json and safetensors headers checked against the target and launch"),
+    ("x", "record an incident bundle of this server (saved under the XDG state folder; path shown)"),
     ("1 … 9", "several servers (connect T1 T2 …): show tab N"),
     ("[  ]", "previous / next tab (also ctrl+pageup / ctrl+pagedown)"),
     ("0", "fleet (connect --prometheus URL): every instance, worst first; enter opens it in a new tab"),
