@@ -117,7 +117,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     started: list[Proc] = []
     try:
         specs = {
-            "healthy": [*EAGLE3, *LOAD, "--sim-seed", "1"],
+            "healthy": [*EAGLE3, *LOAD, "--sim-concurrency", "8", "--sim-seed", "1"],  # a client that waits: no queue
             "low": [*EAGLE3, *LOAD, "--sim-alpha", "0.2", "--sim-sglang-version", "0.5.6", "--sim-seed", "2"],
             "nospec": [*TARGET, *LOAD, "--sim-seed", "3"],
         }
