@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -98,7 +99,8 @@ class FleetScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text(f" fleet · {self.source.url} · loading…"), id="fleet-status")
         table: DataTable[Text] = DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
+        self._columns = table.add_columns(*COLUMNS)
+        self._rows: list[str] = []
         yield table
         yield Footer()
 
@@ -121,23 +123,34 @@ class FleetScreen(Screen[None]):
             try:
                 snap = await asyncio.to_thread(self.source.collect)
                 self.error = None
-                self.show(snap)
             except Exception as exc:  # noqa: BLE001 - Prometheus down: said on the status line, retried
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                self._status()
+                self.error, snap = (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), None
+            if not self.is_attached or self not in self.app.screen_stack:
+                return  # the screen was closed while Prometheus was being asked
+            try:
+                self.show(snap) if snap is not None else self._status()
+            except NoMatches:
+                return  # being taken apart
             self.refreshes += 1
             await asyncio.sleep(self.source.interval)
 
     def show(self, snap: Any) -> None:
         self.snapshot = snap
         table = self.query_one(DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for entry in snap.entries:
-            m = entry.metrics
-            table.add_row(*row_cells(entry), key=f"{m.job}/{m.instance}")
-        if snap.entries:
-            table.move_cursor(row=min(keep, len(snap.entries) - 1))
+        keys = [f"{e.metrics.job}/{e.metrics.instance}" for e in snap.entries]
+        if keys == self._rows:  # same instances in the same order: cells updated, the cursor stays put
+            for key, entry in zip(keys, snap.entries, strict=True):
+                for column, cell in zip(self._columns, row_cells(entry), strict=True):
+                    table.update_cell(key, column, cell)
+        else:  # the order changed (worst first): the cursor follows its instance
+            at = table.cursor_row
+            keep = self._rows[at] if 0 <= at < len(self._rows) else None
+            table.clear()
+            for key, entry in zip(keys, snap.entries, strict=True):
+                table.add_row(*row_cells(entry), key=key)
+            self._rows = keys
+            if keys:
+                table.move_cursor(row=keys.index(keep) if keep in keys else 0)
         self._status()
 
     def _status(self) -> None:

@@ -1,0 +1,185 @@
+"""`spectui serve [TARGET...] [--port P] [--host ADDR] [--read-only]`: the cockpit in a browser (textual-serve).
+
+Bound to 127.0.0.1 unless --host says otherwise. A random token is printed in the URL at start; every
+request without it (query `?token=` once, then an HttpOnly SameSite=Strict cookie) gets 403, and so does a
+websocket opened from another origin. textual-serve starts one app process per visit; those processes do
+not connect anywhere themselves: the serve process holds the connections and ONE tail per server
+(ui/multi/hub.py) and every viewer attaches to it, so all viewers see the same lines. Viewers are
+read-only (relaunch needs the host connection, which stays in the serve process): --read-only is the
+default and the only mode in this version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from typing import Any
+
+ENV_SOCKET = "SPECTUI_SERVE_SOCKET"
+ENV_TOKEN = "SPECTUI_SERVE_TOKEN"
+COOKIE = "spectui_token"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.commands.sshopts import add_ssh_options
+
+    parser.add_argument("targets", metavar="TARGET", nargs="*",
+                        help="as for connect: local, [user@]host[:port][:/path/to/log], /path/to/log")
+    parser.add_argument("--hosts", metavar="FILE", help="more targets, one a line (# comments)")
+    parser.add_argument("--port", type=int, default=8000, metavar="P", help="HTTP port (default 8000; 0 picks one)")
+    parser.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+                        help="address to listen on (default 127.0.0.1: this machine only; use an SSH forward)")
+    parser.add_argument("--read-only", action="store_true", default=True,
+                        help="viewers cannot relaunch (the default, and the only mode for now)")
+    parser.add_argument("--baseline-tps", type=float, metavar="TPS", help="decode tok/s without speculation")
+    parser.add_argument("--viewer", action="store_true", help=argparse.SUPPRESS)  # one browser visit's app
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from spectui.errors import SpectuiError
+
+    if args.viewer:
+        return run_viewer()
+    try:
+        return asyncio.run(_serve(args))
+    except SpectuiError as exc:
+        print(f"spectui serve: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 0
+
+
+def guard(token: str) -> Any:
+    """aiohttp middleware: the token (query or cookie) or 403; a websocket only from this origin."""
+    import hmac
+
+    from aiohttp import web
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        given = request.query.get("token") or request.cookies.get(COOKIE) or ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return web.Response(status=403, text="403 Forbidden: open the URL spectui serve printed (with ?token=)\n")
+        origin = request.headers.get("Origin")
+        if request.path == "/ws" and origin and origin.split("://", 1)[-1] != request.host:
+            return web.Response(status=403, text="403 Forbidden: websocket from another origin\n")
+        response = await handler(request)
+        if request.query.get("token") and not response.prepared:
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+        return response
+
+    return middleware
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import secrets
+    import shlex
+    import socket
+    import tempfile
+
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    from spectui.commands import connectmulti
+    from spectui.commands.connect import build_session
+    from spectui.errors import UsageError
+    from spectui.ui.multi.assemble import tab_specs
+    from spectui.ui.multi.hub import HubServer
+
+    args.log = args.pid = args.server_port = args.prometheus = None
+    targets = connectmulti.all_targets(args)
+    if not targets:
+        raise UsageError("serve needs a TARGET (or --hosts FILE)")
+    sessions = await connectmulti.sessions_for(args, [t for t, _ in targets], build_session)
+    for s in sessions:
+        s.read_only = True
+    specs = tab_specs(sessions, [b if b is not None else args.baseline_tps for _, b in targets])
+    token = secrets.token_urlsafe(24)
+    folder = tempfile.mkdtemp(prefix="spectui-serve-")  # 0700: the hub socket is ours alone
+    hub = HubServer(specs, os.path.join(folder, "hub.sock"), token)
+    await hub.start()
+    port = args.port
+    if port == 0:
+        with socket.socket() as probe:
+            probe.bind((args.host, 0))
+            port = probe.getsockname()[1]
+    # The viewer processes find the hub and its token in their environment (not on a command line).
+    os.environ[ENV_SOCKET], os.environ[ENV_TOKEN] = hub.path, token
+    command = f"{shlex.quote(sys.executable)} -m spectui serve --viewer"
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    server = Server(command, host=args.host, port=port, title="spectui",
+                    public_url=f"http://{shown_host}:{port}")
+    server.console.quiet = True
+    app = await server._make_app()  # textual-serve's routes, in our event loop beside the hub
+    app.middlewares.append(guard(token))
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, port)
+    await site.start()
+    print(f"spectui serve: http://{shown_host}:{port}/?token={token}", flush=True)
+    print(f"spectui serve: {len(specs)} tab{'s' if len(specs) != 1 else ''}, read-only; Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        await hub.close()
+        for s in sessions:
+            if s.host is not None:
+                await s.host.close()
+        with contextlib.suppress(OSError):
+            os.unlink(hub.path)
+            os.rmdir(folder)
+    return 0
+
+
+def run_viewer() -> int:
+    """One browser visit: the cockpit on the hub's tabs (textual-serve's web driver comes from the env)."""
+    import asyncio
+
+    from spectui.ui.multi.hub import fetch_tabs
+
+    path, token = os.environ.get(ENV_SOCKET, ""), os.environ.get(ENV_TOKEN, "")
+    try:
+        tabs = asyncio.run(fetch_tabs(path, token))
+    except (OSError, ValueError) as exc:
+        print(f"spectui serve --viewer: no session to attach to ({exc})", file=sys.stderr)
+        return 1
+    app = viewer_app(tabs, path, token)
+    app.run()
+    return app.return_code or 0
+
+
+def viewer_app(tabs: list[dict[str, Any]], path: str, token: str) -> Any:
+    from spectui.core.launch.command import parse_command
+    from spectui.errors import CommandParseError
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.multi.app import TabbedApp, TabSpec
+    from spectui.ui.multi.hub import hub_tail
+    from spectui.ui.session import Session
+
+    specs = []
+    for i, t in enumerate(tabs):
+        try:
+            launch = parse_command(t["launch"]) if t.get("launch") else None
+        except CommandParseError:
+            launch = None
+        session = Session(label=t["label"], log_path=t["log_path"], launch=launch, sglang_version=t.get("version"),
+                          read_only=True, server_port=t.get("server_port"), tail_factory=hub_tail(path, token, i),
+                          probe_gpus=False, current_pid=t.get("pid"))
+        specs.append(TabSpec(t["label"], session, refusal=t.get("refusal"), baseline_tps=t.get("baseline_tps")))
+    if len(specs) == 1:
+        return SpectuiApp(specs[0].session)
+    return TabbedApp(specs)
