@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "relaunch": ("spectui.commands.relaunch", "restart the server with edited flags (diff, verdict, confirm)"),
     "rules": ("spectui.commands.rules", "list, explain and test the diagnosis rules"),
     "fleet": ("spectui.commands.fleet", "every SGLang server a Prometheus scrapes, worst first"),
+    "serve": ("spectui.commands.serve", "the cockpit in a browser (127.0.0.1, token in the URL, read-only)"),
     "record": ("spectui.commands.record", "record an incident bundle (log, launch, config, snapshots; secrets masked)"),
     "report": ("spectui.commands.report", "a GitHub-issue report (md or json) from a bundle or a live target"),
     "inspect": ("spectui.commands.inspect", "is the draft checkpoint the problem? (config.json + safetensors headers)"),
