@@ -1,7 +1,7 @@
 """Cockpit controller: runs batches of log lines through core's Pipeline and turns the result into view values.
 
 No Textual here and no I/O: the app's worker hands it lines and gets back a `CockpitUpdate`; the
-same object is driven directly by tests and by bench/bench_ui.py. One controller spans relaunches:
+same object is driven directly by tests and by perf/perf_ui.py. One controller spans relaunches:
 `new_stream()` starts a fresh pipeline for the new log while the plots keep the old launch's points
 with a boundary between them.
 """
