@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from perf_ui import LINES, key_latency, summary  # noqa: E402
+from perf_ui import LINES, key_latency, measure_keys, summary  # noqa: E402
 
 _STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ")
 
@@ -41,37 +41,13 @@ def stamped_log(total: int, per_second: int) -> str:
 
 async def replay_latency(path: str, speed: float, seconds: float) -> list[float]:
     """perf_ui's key measurement, on a cockpit replaying the bundle (connect FILE --speed X)."""
-    from textual import events
-
     from spectui.ui.app import SpectuiApp
     from spectui.ui.bundle_replay import open_replay
 
     app = SpectuiApp(open_replay(path, speed=speed))
-    samples: list[float] = []
-    async with app.run_test(size=(160, 48)) as pilot:
-        dash = app.dashboard
-        original = dash.action_toggle_follow
-        answered = asyncio.Event()
-
-        def toggled() -> None:
-            original()
-            dash.call_after_refresh(answered.set)
-
-        dash.action_toggle_follow = toggled  # type: ignore[method-assign]
-        await pilot.pause(0.5)
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            answered.clear()
-            key = events.Key("space", " ")
-            key.set_sender(app)
-            t0 = time.perf_counter()
-            app._driver.send_message(key)
-            await answered.wait()
-            samples.append((time.perf_counter() - t0) * 1000)
-            await asyncio.sleep(0.05)
-        lines = dash.query_one("LogView").last_line_no
-        print(f"  replay lines shown in {seconds:.0f}s: {lines:,} ({lines / (seconds + 0.5):,.0f}/s), "
-              f"tail done: {dash.tail_done}")
+    samples, lines, dash = await measure_keys(app, seconds)
+    print(f"  replay lines shown in {seconds:.0f}s: {lines:,} ({lines / (seconds + 0.5):,.0f}/s), "
+          f"tail done: {dash.tail_done}")
     return samples
 
 

@@ -43,16 +43,11 @@ def stream(rate: int):
     return events
 
 
-async def key_latency(rate: int, seconds: float) -> list[float]:
-    """ms from a key event entering the app to the screen having been refreshed after its action ran."""
+async def measure_keys(app, seconds: float) -> tuple[list[float], int, object]:  # type: ignore[no-untyped-def]
+    """Press space (pause/resume) every 50 ms for `seconds`: ms from the key entering the app to the screen
+    having been refreshed after its action ran. Returns (samples, lines the log view holds, the dashboard)."""
     from textual import events
 
-    from spectui.ui.app import SpectuiApp
-    from spectui.ui.session import Session
-
-    session = Session(label="bench", log_path="bench.log" if rate else None,
-                      tail_factory=stream(rate) if rate else None, probe_gpus=False)
-    app = SpectuiApp(session)
     samples: list[float] = []
     async with app.run_test(size=(160, 48)) as pilot:
         dash = app.dashboard
@@ -76,6 +71,18 @@ async def key_latency(rate: int, seconds: float) -> list[float]:
             samples.append((time.perf_counter() - t0) * 1000)
             await asyncio.sleep(0.05)
         lines = dash.query_one("LogView").last_line_no
+    return samples, lines, dash
+
+
+async def key_latency(rate: int, seconds: float) -> list[float]:
+    """ms from a key event entering the app to the screen having been refreshed after its action ran."""
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.session import Session
+
+    session = Session(label="bench", log_path="bench.log" if rate else None,
+                      tail_factory=stream(rate) if rate else None, probe_gpus=False)
+    app = SpectuiApp(session)
+    samples, lines, _dash = await measure_keys(app, seconds)
     if rate:
         print(f"  lines received in {seconds:.0f}s: {lines:,} ({lines / seconds:,.0f}/s)")
     return samples
