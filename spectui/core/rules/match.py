@@ -108,8 +108,12 @@ class DecodeWindow:
         self.start_seen = False
 
     def mean_tps(self) -> float | None:
-        """Server decode tok/s over everything kept (for the no-speculation baseline of a launch)."""
-        return _server_tps(list(self._samples))
+        """Server decode tok/s over everything kept (for the no-speculation baseline of a launch), with
+        the mean #running-req it was measured at (BaselineTps.running)."""
+        rows = list(self._samples)
+        tps = _server_tps(rows)
+        running = [r[5] for r in rows if r[5] is not None]
+        return None if tps is None else BaselineTps(tps, sum(running) / len(running) if running else None)
 
     def aggregates(self, clause: CMetric) -> dict[str, Any] | None:
         """Aggregates over the clause's window, or None while it has fewer than min_samples samples."""
@@ -154,13 +158,50 @@ def _pct(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+class BaselineTps(float):
+    """A no-speculation decode tok/s that knows the concurrency it was measured at (`running`, None when
+    unknown: then it is taken to be the concurrency of what it is compared with, as bench measures both)."""
+
+    running: float | None
+
+    def __new__(cls, value: float, running: float | None = None) -> BaselineTps:
+        obj = super().__new__(cls, value)
+        obj.running = running if isinstance(running, int | float) and running > 0 else None
+        return obj
+
+
+SAME_CONCURRENCY = 1.35  # running-req ratio within which a baseline counts as measured at the same load
+
+
+def baseline_ratio(tps: Any, running: Any, baseline: Any) -> float | None:
+    """tok/s with speculation / without, like with like: both at the same concurrency (the per-request
+    ratio then equals the aggregate one). None without a baseline, or when the baseline was measured at a
+    concurrency other than `running` (a single-stream baseline against a loaded server compares nothing)."""
+    if not isinstance(tps, int | float) or not isinstance(baseline, int | float) or not baseline > 0:
+        return None
+    base_running = getattr(baseline, "running", None)
+    if base_running and isinstance(running, int | float) and running > 0:
+        lo, hi = sorted((float(base_running), float(running)))
+        if hi / lo > SAME_CONCURRENCY:
+            return None
+    return tps / float(baseline)
+
+
 def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: Any) -> dict[str, Any]:
-    """alpha, saturation, observed speedup, implied cost and the depth that pays (SPECDEC §1.5–1.7)."""
+    """alpha, saturation, observed speedup and the depth that pays (SPECDEC §1.5–1.7).
+
+    The depth comes from spectui.core.specdec.advise at the window's batch (running_req): per-request
+    decode speed (gen tok/s / running) against the no-spec per-request speed at the same concurrency; without
+    a comparable baseline the advisor's prior step cost at that batch. `implied_cost` is the cost of one chain
+    step in plain decode steps that the measured speeds imply."""
     out: dict[str, Any] = {}
     accept = agg.get("accept_len")
     tps = agg.get("gen_tokens_per_s")
-    if isinstance(baseline, int | float) and baseline > 0 and tps is not None:
-        out["speedup_observed"] = tps / baseline
+    running = agg.get("running_req")
+    batch = max(float(running), 1.0) if isinstance(running, int | float) else 1.0
+    ratio = baseline_ratio(tps, running, baseline)
+    if ratio is not None:
+        out["speedup_observed"] = ratio
     if accept is None or not isinstance(steps, int) or steps < 1:
         return out
     alpha = specmath.alpha_from_accept_len(accept, steps)
@@ -169,13 +210,21 @@ def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: A
         rate = specmath.draft_acceptance_rate(accept, draft_tokens)
         if rate is not None:
             out["draft_acceptance_rate"] = rate
-    cost = NOMINAL_DRAFT_COST
-    if "speedup_observed" in out:
-        implied = specmath.implied_draft_cost(accept, steps, out["speedup_observed"])
-        if implied is not None:
-            out["implied_cost"] = cost = implied
-    advice = specmath.best_depth(alpha, cost)
-    out.update(best_steps=advice.steps, best_speedup=advice.speedup)
+    from spectui.core.specdec import Observed, advise
+
+    per_request = tps / batch if isinstance(tps, int | float) and tps > 0 else None
+    base_per_request = float(baseline) / batch if ratio is not None else None
+    try:
+        adv = advise([Observed(steps, min(max(accept, 1.0), steps + 1.0), per_request)], base_per_request,
+                     round(batch), max(10, steps))
+    except Exception:  # the advisor refuses impossible inputs; alpha and saturation still hold
+        return out
+    cost = adv.cost
+    if cost.source in ("baseline", "measured") and cost.intercept > 0:
+        out["implied_cost"] = cost.slope / cost.intercept
+    best = max(adv.predicted, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
+    out.update(best_steps=best.steps,
+               best_speedup=cost.speed(best.steps, best.accept_len) / cost.speed(0, 1.0))
     return out
 
 
