@@ -1,0 +1,309 @@
+"""`spectui sweep`: every distinct valid config of a grid relaunched (ops.relaunch: the same checks, the same
+rollback, the launch history), warmed up and benched (ops.bench: bench.jsonl), with the rules reading the new
+log the whole time; at the end the original command (or the best with `apply_best`) runs again.
+
+A config ends early, `failed` with its cause, when its launch fails (the relaunch rolls back to what ran
+before), when its server crashes, or when the rules raise an error-severity diagnosis of a fatal kind while
+it is measured (silent overrides, low accept length, slower than baseline and capacity are recorded in
+`diagnoses` but do not end a measurement: they are what a sweep measures). The sweep then goes on.
+`interrupt()` (Ctrl-C) stops after the launch under way has finished, abandons a bench under way (that config
+is not recorded: a resume runs it again) and restores the original command (or the best so far).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spectui.errors import SpectuiError, UsageError
+from spectui.load import BenchConfig, PromptSet
+from spectui.ops import bench
+from spectui.ops.history import HistoryStore
+from spectui.ops.outcome import Progress, RelaunchOptions
+from spectui.ops.plan import Edits
+from spectui.ops.relaunch import execute, prepare
+from spectui.ops.sweep_journal import Journal
+from spectui.ops.sweep_plan import ABSENT, Axis, PlannedConfig, SweepPlan, edits_for, plan_sweep
+from spectui.ops.sweep_results import best_index, summary
+
+ADVISORY = ("silent-override", "low-accept-length", "spec-slower-than-baseline", "capacity")
+_FATAL_ORDER = ("oom", "cuda-graph", "nccl", "weight-load", "hidden-state-mismatch", "crash", "port-in-use",
+                "invalid-argument", "unrecognized-argument")
+CRASH_GRACE_S = 2.0  # after a bench that lost requests: time for the crash lines to reach the rules
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    bench: BenchConfig
+    prompts: PromptSet
+    baseline_tps: float | None = None
+    apply_best: bool = False
+    relaunch: RelaunchOptions = field(default_factory=RelaunchOptions)
+    history_path: Path | str | None = None
+    pid: int | None = None
+    server_port: int | None = None  # picks the server listening there when pid is None
+
+
+@dataclass
+class _Current:
+    """What runs now: its pid, command and environment, and which config it is ("original" or an index)."""
+
+    pid: int | None
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    config: int | str | None  # None: nothing healthy runs
+
+
+def cause_of(diagnoses: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    errors = [d for d in diagnoses if d.get("severity") == "error" and d.get("category") not in ADVISORY]
+    for cat in _FATAL_ORDER:
+        for d in errors:
+            if d.get("category") == cat:
+                return d
+    return errors[0] if errors else None
+
+
+def _reason(d: Mapping[str, Any]) -> str:
+    ev = d.get("evidence") or []
+    return f"{d.get('rule')}: {d.get('title')}" + (f" [{ev[0]}]" if ev else "")
+
+
+def _axis_text(values: Mapping[str, str | None]) -> str:
+    return " ".join(f"{k}={ABSENT if v is None else v}" for k, v in values.items())
+
+
+class Sweep:
+    def __init__(self, host: Any, axes: Sequence[Axis], options: SweepOptions, journal: Journal, *,
+                 on_note: Callable[[str], None] | None = None) -> None:
+        self.host, self.axes, self.opt, self.journal = host, list(axes), options, journal
+        self.note = on_note or (lambda _m: None)
+        self.plan: SweepPlan | None = None
+        self.current: _Current | None = None
+        self.launches = 0
+        self.interrupted = False
+        self._finishing = False
+        self._bench_task: asyncio.Task[Any] | None = None
+        self.history = HistoryStore(options.history_path)
+
+    # ---- planning ------------------------------------------------------------------------------------
+
+    async def make_plan(self) -> SweepPlan:
+        from spectui.sources.http import server_version
+
+        pid = self.opt.pid
+        if pid is None and self.opt.server_port is not None:
+            found = await bench.find_server(self.host, None, self.opt.server_port)
+            pid = found.pid if found else None
+        base = await prepare(self.host, Edits(), pid=pid)
+        s = base.server
+        reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr)
+        self.plan = plan_sweep(s, self.axes, host_name=self.host.name, server_version=reported)
+        self.current = _Current(s.pid, tuple(s.argv), dict(s.env), "original")
+        return self.plan
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop after the step under way; a bench under way is abandoned."""
+        if self._finishing:
+            self.note("interrupt: restoring the command to keep running; wait for it to be healthy")
+            return
+        self.interrupted = True
+        self.note("interrupt: stopping after the launch under way, then restoring")
+        if self._bench_task is not None and not self._bench_task.done():
+            self._bench_task.cancel()
+
+    # ---- the run ---------------------------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        plan = self.plan or await self.make_plan()
+        header = self.journal.header
+        original = dict(header["original"]) if header else dict(plan.original)
+        if header is None:
+            self.journal.start({"host": self.host.name, "grid": [a.to_json() for a in self.axes],
+                                "original": original, "sglang_version": plan.version,
+                                "workload": _workload(self.opt)})
+        entries: list[dict[str, Any]] = [c.to_json() for c in plan.configs]
+        for idx, done in self.journal.done.items():
+            if idx < len(plan.configs) and done.get("key") == plan.configs[idx].key:
+                entries[idx] = {k: v for k, v in done.items() if k not in ("type", "key")}
+        todo = [c for c in plan.to_launch if entries[c.index]["status"] == "pending"]
+        skipped = len(plan.to_launch) - len(todo)
+        if skipped:
+            self.note(f"resume: {skipped} config(s) already done in {self.journal.path}")
+        for n, cfg in enumerate(todo, 1):
+            if self.interrupted or self.current is None or self.current.config is None:
+                break
+            self.note(f"[{n}/{len(todo)}] #{cfg.index} {_axis_text(cfg.set)}")
+            entry = await self._one(cfg)
+            if entry is None:  # interrupted during its bench: not recorded
+                break
+            entries[cfg.index] = entry
+            self.journal.add({**entry, "key": cfg.key})
+            self.note(f"  #{cfg.index} {entry['status']}" + (f": {entry['reason']}" if entry.get("reason") else ""))
+        for e in entries:
+            if e["status"] == "duplicate" and e.get("same_as") is not None:
+                e["measured_as"] = entries[e["same_as"]]["status"]
+        applied, restore = await self._finish(entries, original)
+        self.journal.end(applied=applied, launches=self.launches, interrupted=self.interrupted)
+        return summary(entries, launches=self.launches, applied=applied, baseline_tps=self.opt.baseline_tps,
+                       restore=restore, interrupted=self.interrupted, journal=str(self.journal.path),
+                       sglang_version=plan.version, grid=[a.to_json() for a in self.axes])
+
+    async def _relaunch(self, values: Mapping[str, str | None]) -> Any:
+        cur = self.current
+        assert cur is not None
+        edits = edits_for(values, cur.argv, cur.env)
+        rplan = await prepare(self.host, edits, pid=cur.pid)
+
+        def progress(p: Progress) -> None:
+            self.note(f"  [{p.step}] {'rollback: ' if p.rollback else ''}{p.message}")
+
+        result = await execute(self.host, rplan, self.opt.relaunch, on_progress=progress, history=self.history)
+        if result.healthy:
+            self.current = _Current(result.new.pid, tuple(rplan.new.argv), dict(rplan.new_env), None)
+        elif result.rolled_back:
+            assert result.rollback is not None
+            self.current = _Current(result.rollback.pid, cur.argv, cur.env, cur.config)
+        else:
+            self.current = _Current(None, cur.argv, cur.env, None)
+        return rplan, result
+
+    async def _one(self, cfg: PlannedConfig) -> dict[str, Any] | None:
+        entry = cfg.to_json()
+        try:
+            rplan, result = await self._relaunch(cfg.set)
+        except SpectuiError as exc:  # refused before anything changed (the old server runs untouched)
+            return {**entry, "status": "failed", "reason": f"relaunch refused: {exc}"}
+        self.launches += 1
+        entry["launch"] = {"history_id": result.history_id, "pid": result.new.pid, "log": result.new.log}
+        if not result.healthy:
+            diags = [d.to_json() for d in result.new.diagnoses]
+            cause = cause_of(diags)
+            reason = _reason(cause) if cause else (result.new.error or "the launch failed")
+            return {**entry, "status": "failed", "reason": reason, "diagnoses": diags,
+                    "rolled_back": result.rolled_back}
+        assert self.current is not None
+        self.current.config = cfg.index
+        return await self._measure(entry, rplan, result)
+
+    async def _measure(self, entry: dict[str, Any], rplan: Any, result: Any) -> dict[str, Any] | None:
+        from spectui.sources.follow import follow, make_engine
+
+        diags: list[dict[str, Any]] = []
+        engine = make_engine(tuple(rplan.new.argv), rplan.version)
+        ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        async def watch() -> None:
+            async for ev in follow(self.host, result.new.log, from_start=True, engine=engine):
+                if ev["type"] == "diagnosis":
+                    d = {k: v for k, v in ev.items() if k != "type"}
+                    diags.append(d)
+                    if cause_of([d]) is not None and not ended.done():
+                        ended.set_result("diagnosis")
+                elif ev["type"] == "phase" and ev["phase"] in ("crashed", "stopped") and not ended.done():
+                    ended.set_result(ev["phase"])
+
+        self.note("  warming up and benching")
+        bplan = bench.BenchPlan(self.opt.bench, self.opt.prompts, pid=result.new.pid,
+                                baseline_tps=self.opt.baseline_tps, history_path=self.opt.history_path)
+        watcher = asyncio.create_task(watch())
+        self._bench_task = asyncio.create_task(bench.run(self.host, bplan))
+        out: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            await asyncio.wait({self._bench_task, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if self._bench_task.done():
+                try:
+                    out = self._bench_task.result()
+                except asyncio.CancelledError:
+                    if self.interrupted:
+                        return None
+                    raise
+                except SpectuiError as exc:
+                    error = f"bench failed: {exc}"
+                lost = out is None or out["requests"]["failed"] > 0
+                if lost and not ended.done():  # the server may have died: let its last lines be read
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(ended), CRASH_GRACE_S)
+            else:
+                self._bench_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, SpectuiError):
+                    await self._bench_task
+        finally:
+            self._bench_task = None
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+        entry["diagnoses"] = diags
+        entry["bench"] = out
+        if ended.done():
+            cause = cause_of(diags)
+            how = ended.result()
+            entry["status"] = "failed"
+            entry["reason"] = _reason(cause) if cause else f"the server {how} while it was measured"
+            if how in ("crashed", "stopped") or (out is None):
+                assert self.current is not None
+                self.current.config = None if await self._dead() else self.current.config
+            return entry
+        if error or out is None or not out["requests"]["ok"]:
+            entry["status"], entry["reason"] = "failed", error or "no request succeeded"
+            return entry
+        entry["status"] = "ok"
+        return entry
+
+    async def _dead(self) -> bool:
+        from spectui.ops import procs
+
+        cur = self.current
+        return cur is None or cur.pid is None or await procs.read_cmdline(self.host, cur.pid) is None
+
+    # ---- the end ---------------------------------------------------------------------------------------
+
+    async def _finish(self, entries: list[dict[str, Any]], original: Mapping[str, str | None]) -> tuple[str, dict[str, Any]]:
+        self._finishing = True
+        best = best_index(entries) if self.opt.apply_best else None
+        applied = "best" if best is not None else "original"
+        want: int | str = best if best is not None else "original"
+        values = (_values(entries[best]["set"]) if best is not None else dict(original))
+        cur = self.current
+        if cur is None or cur.config is None and cur.pid is None:
+            msg = ("no healthy server is left to relaunch from (the last one crashed or its rollback failed); "
+                   f"start it again by hand: {' '.join(cur.argv) if cur else '?'}")
+            self.note(msg)
+            return applied, {"relaunched": False, "healthy": False, "pid": None, "message": msg}
+        if cur.config == want:
+            self.note(f"end: the {applied} command already runs (pid {cur.pid})")
+            return applied, {"relaunched": False, "healthy": True, "pid": cur.pid, "message": "already running"}
+        self.note(f"end: relaunching the {applied} command" + (f" (#{best})" if best is not None else ""))
+        try:
+            _rplan, result = await self._relaunch(values)
+        except SpectuiError as exc:
+            return applied, {"relaunched": False, "healthy": False, "pid": cur.pid, "message": str(exc)}
+        if result.healthy:
+            assert self.current is not None
+            self.current.config = want
+        return applied, {"relaunched": True, "healthy": result.healthy, "pid": result.new.pid,
+                         "log": result.new.log, "message": result.message, "history_id": result.history_id}
+
+
+def _values(shown: Mapping[str, str]) -> dict[str, str | None]:
+    return {k: None if v == ABSENT else v for k, v in shown.items()}
+
+
+def _workload(opt: SweepOptions) -> dict[str, Any]:
+    c = opt.bench
+    return {"requests": c.requests, "duration_s": c.duration_s, "concurrency": c.concurrency, "rate": c.rate,
+            "warmup": c.warmup, "max_tokens": c.max_tokens, "temperature": c.temperature,
+            "prompts": getattr(opt.prompts, "name", None)}
+
+
+def check_resume(journal: Journal, axes: Sequence[Axis]) -> None:
+    """The journal's grid must be the one given (or none given: the journal's own)."""
+    want = [a.to_json() for a in axes]
+    if journal.header and journal.header.get("grid") != want:
+        raise UsageError(f"--resume {journal.path}: the journal is for the grid "
+                         f"{' '.join(g['label'] + '=' + ','.join(g['values']) for g in journal.header['grid'])}; "
+                         "give the same --grid (or none)")
