@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", metavar="KEY", help="the server's --api-key, if it has one")
     base = parser.add_mutually_exclusive_group()
     base.add_argument("--baseline", action="store_true",
-                      help="measure the baseline by relaunching without speculation (not built yet)")
+                      help="measure the baseline: relaunch the same command without its --speculative-* flags, "
+                           "run the same workload, then restore the speculative command (checked healthy)")
     base.add_argument("--baseline-tps", type=float, metavar="T",
                       help="output tok/s of the same workload without speculation (for the speedup)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -46,10 +47,6 @@ def run(args: argparse.Namespace) -> int:
     from spectui.errors import SpectuiError
     from spectui.load import NotOpenAIServerError, ServerUnreachableError
 
-    if args.baseline:
-        print(f"{NAME}: --baseline (relaunch without speculation) is not built yet; measure the baseline "
-              "yourself and pass --baseline-tps T", file=sys.stderr)
-        return 2
     try:
         return asyncio.run(_run(args))
     except (ServerUnreachableError, NotOpenAIServerError) as exc:
@@ -89,14 +86,17 @@ async def _run(args: argparse.Namespace) -> int:
     if target.kind not in ("local", "ssh"):
         raise UsageError(f"bench needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
     plan = _plan(args)
-    host = open_host(target, args, read_only=True)
+    host = open_host(target, args, read_only=not args.baseline)  # --baseline relaunches the server
     bar = None if args.json else _Bar()
     try:
         await host.connect()
         if bar is not None:
             bar.start()
-        out = await bench.run(host, plan, on_progress=bar.update if bar else None,
-                              on_phase=bar.phase if bar else None)
+        if args.baseline:
+            out = await _with_baseline(host, plan, bar)
+        else:
+            out = await bench.run(host, plan, on_progress=bar.update if bar else None,
+                                  on_phase=bar.phase if bar else None)
     finally:
         if bar is not None:
             bar.stop()
@@ -114,6 +114,44 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"{NAME}: no request was measured", file=sys.stderr)
         return 1
     return 0
+
+
+async def _with_baseline(host: Any, plan: Any, bar: Any) -> dict[str, Any]:
+    """bench_baseline.run with Ctrl-C handled here: the first cancels the measuring (the relaunch in progress
+    finishes, then the speculative command is restored); later ones only say so."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from spectui.ops import bench_baseline
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    presses = [0]
+
+    def on_sigint() -> None:
+        presses[0] += 1
+        if presses[0] == 1 and task is not None:
+            print(f"{NAME}: interrupted: restoring the speculative command first (this takes a relaunch)",
+                  file=sys.stderr)
+            task.cancel()
+        else:
+            print(f"{NAME}: still restoring the speculative command; wait for it", file=sys.stderr)
+
+    def step(text: str) -> None:
+        if bar is not None:
+            bar.progress.console.print(text, markup=False, highlight=False)
+
+    installed = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        installed = True
+    try:
+        return await bench_baseline.run(host, plan, on_progress=bar.update if bar else None,
+                                        on_phase=bar.phase if bar else None, on_step=step)
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 class _Bar:
@@ -185,4 +223,21 @@ def _table(out: dict[str, Any]) -> None:
         console.print(f"baseline ({base['source']}) {_fmt(base.get('output_tokens_per_s'))} tok/s, per request "
                       f"{_fmt(per_base)}  ->  speedup x{_fmt(up.get('output_tokens_per_s'), '.2f')} aggregate, "
                       f"x{_fmt(up.get('per_request_tokens_per_s'), '.2f')} per request", markup=False)
+    run = out.get("baseline_run")
+    if run and run.get("baseline"):
+        b = run["baseline"]
+        side = Table("at concurrency " + str(wl["concurrency"] or "unlimited"), "speculative", "no speculation",
+                     "speedup")
+        side.add_row("output tok/s", _fmt(out["output_tokens_per_s"]), _fmt(b.get("output_tokens_per_s")),
+                     "x" + _fmt((up or {}).get("output_tokens_per_s"), ".2f"))
+        side.add_row("per-request tok/s (mean)", _fmt(per.get("mean")),
+                     _fmt((b.get("per_request_tokens_per_s") or {}).get("mean")),
+                     "x" + _fmt((up or {}).get("per_request_tokens_per_s"), ".2f"))
+        side.add_row("TPOT ms (p50)", _fmt(out["tpot_ms"].get("p50")), _fmt((b.get("tpot_ms") or {}).get("p50")), "")
+        console.print(side)
+    if run:
+        r = run["restored"]
+        console.print(f"baseline server pid {_fmt(run.get('baseline_pid'), '')} (unset {', '.join(run['unset'])}); "
+                      f"speculative command restored as pid {_fmt(r.get('pid'), '')}, healthy "
+                      f"{r.get('healthy')}, speculative_algorithm {r.get('speculative_algorithm')}", markup=False)
     console.print(f"history id {out['history_id']}", markup=False)

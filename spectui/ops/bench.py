@@ -219,6 +219,14 @@ async def reach(host: Host, plan: BenchPlan) -> tuple[Server, ServerProbe]:
 async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], None] | None = None,
               on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The whole bench; returns the contract's JSON object (history_id included)."""
+    server, out = await measure(host, plan, on_progress=on_progress, on_phase=on_phase)
+    out["history_id"] = record(host.name, server, out, plan.history_path)
+    return out
+
+
+async def measure(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], None] | None = None,
+                  on_phase: Callable[[str], None] | None = None) -> tuple[Server, dict[str, Any]]:
+    """Warm up and measure one window; the contract's object without history_id (nothing recorded)."""
     server, probe = await reach(host, plan)
     try:
         config = replace(plan.config, base_url=probe.base_url, speculative=server.speculative is not None)
@@ -241,9 +249,7 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
             data = await host.read_range(log.path, before_off, after_off - before_off)
     finally:
         await probe.close()
-    out = assemble(host.name, server, plan, result, before, after, data)
-    out["history_id"] = record(host.name, server, out, plan.history_path)
-    return out
+    return server, assemble(host.name, server, plan, result, before, after, data)
 
 
 def spec_block(server: Server, result: BenchResult, before: tuple[int, int] | None,
