@@ -1,0 +1,227 @@
+"""`spectui advise [TARGET]`: the chain depth to run, from what was observed (CONTRACTS.md).
+
+Observations (steps, accept len[, per-request tok/s]) come from `--observed STEPS:ACCEPT_LEN[:TPS]`, from a
+finished sweep's journal (`--sweep FILE`), from TARGET's bench history (bench.jsonl: steps, accept len and
+per-request speed at the bench's concurrency) and from TARGET's live log (the running server's resolved steps
+and the mean accept len of its recent Decode lines). The cost of a round is known only where a speed was
+measured (bench or sweep): then `tokens_per_s` appears per row and the advisor can say that every depth is
+slower than no speculation (an MoE target at small batch, a high-concurrency run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+NAME = "spectui advise"
+LOG_TAIL = 1 << 19
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.commands.sshopts import add_ssh_options
+
+    parser.add_argument("target", metavar="TARGET", nargs="?",
+                        help="local or [user@]host[:port]: its bench history and live log add observations")
+    parser.add_argument("--observed", action="append", default=[], metavar="STEPS:ACCEPT_LEN[:TPS]",
+                        help="an observed depth, e.g. --observed 3:2.8 (TPS: per-request tok/s there; repeatable)")
+    parser.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="FILE",
+                        help="a sweep journal (JSONL): its measured configs are observations")
+    parser.add_argument("--topk", type=int, default=1, metavar="K", help="the draft tree's topk (default 1: a chain)")
+    parser.add_argument("--max-steps", type=int, default=10, metavar="N", help="predict steps 1..N (default 10)")
+    parser.add_argument("--baseline-tps", type=float, metavar="T",
+                        help="per-request tok/s without speculation at the same concurrency")
+    parser.add_argument("--pid", type=int, help="the server's pid on TARGET (when it runs several)")
+    parser.add_argument("--json", action="store_true", help="print the advise contract's JSON object")
+    add_ssh_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spectui.errors import SpectuiError
+
+    try:
+        return _run(args)
+    except SpectuiError as exc:
+        print(f"{NAME}: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def parse_observed(text: str) -> Any:
+    from spectui.core.specdec import Observed
+    from spectui.errors import UsageError
+
+    parts = text.split(":")
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        steps, length = int(parts[0]), float(parts[1])
+        tps = float(parts[2]) if len(parts) == 3 else None
+    except ValueError:
+        raise UsageError(f"--observed {text!r}: write STEPS:ACCEPT_LEN (e.g. 3:2.8) or STEPS:ACCEPT_LEN:TPS") from None
+    return Observed(steps, length, tps)
+
+
+def from_bench(res: dict[str, Any]) -> tuple[Any, int | None, float | None] | None:
+    """(Observed, concurrency, baseline per-request tok/s) from one bench result of a topk-1 chain."""
+    from spectui.core.specdec import Observed
+
+    spec = (res.get("server") or {}).get("speculative") or {}
+    steps, topk = spec.get("speculative_num_steps"), spec.get("speculative_eagle_topk")
+    length = (res.get("spec") or {}).get("accept_len")
+    if not isinstance(steps, int) or steps < 1 or topk not in (1, None) or not isinstance(length, int | float):
+        return None
+    tps = (res.get("per_request_tokens_per_s") or {}).get("mean")
+    base = ((res.get("baseline") or {}).get("per_request_tokens_per_s") or {}).get("mean")
+    return Observed(steps, min(float(length), steps + 1.0), tps or None), (res.get("workload") or {}).get(
+        "concurrency"), base
+
+
+def from_sweep(path: str) -> list[tuple[Any, int | None, float | None]]:
+    from spectui.ops.sweep_journal import Journal
+
+    out = []
+    for entry in Journal.read(path).done.values():
+        if entry.get("status") == "ok" and isinstance(entry.get("bench"), dict):
+            got = from_bench(entry["bench"])
+            if got:
+                out.append(got)
+    return out
+
+
+def from_history(host_name: str) -> list[tuple[Any, int | None, float | None]]:
+    from spectui.ops.bench import bench_history_path
+
+    try:
+        lines = bench_history_path().read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("host") == host_name and isinstance(obj.get("result"), dict):
+            got = from_bench(obj["result"])
+            if got:
+                out.append(got)
+    return out
+
+
+async def from_live(host: Any, pid: int | None) -> tuple[Any, str] | None:
+    """The running server's steps (its command resolved) and the mean accept len of its log's last lines."""
+    from spectui.core.log import DecodeSample, LogParser
+    from spectui.core.specdec import Observed
+    from spectui.ops.bench import speculative_config
+    from spectui.sources.discover import pick_server
+
+    server = await pick_server(host, pid)
+    spec = speculative_config(list(server.argv), dict(server.env), None, {}) or {}
+    steps = spec.get("speculative_num_steps")
+    if not isinstance(steps, int) or steps < 1 or spec.get("speculative_eagle_topk") not in (1, None) \
+            or not server.log_path:
+        return None
+    st = await host.stat(server.log_path)
+    size = st.size if st else 0
+    data = await host.read_range(server.log_path, max(0, size - LOG_TAIL), LOG_TAIL)
+    lens = [r.accept_len for r in LogParser().feed_bytes(data) if isinstance(r, DecodeSample) and r.accept_len]
+    if not lens:
+        return None
+    recent = lens[-20:]
+    return Observed(steps, min(sum(recent) / len(recent), steps + 1.0)), f"live log {server.log_path}"
+
+
+def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | None, list[str]]:
+    import asyncio
+
+    from spectui.errors import UsageError
+
+    obs = [parse_observed(t) for t in args.observed]
+    notes = [f"--observed {t}" for t in args.observed]
+    measured: list[tuple[Any, int | None, float | None]] = []
+    for path in args.sweeps:
+        got = from_sweep(path)
+        measured += got
+        notes.append(f"sweep {path}: {len(got)} measured configs")
+    if args.target:
+        from spectui.sources.target import parse_target
+
+        target = parse_target(args.target)
+        if target.kind not in ("local", "ssh"):
+            raise UsageError(f"advise needs a host as TARGET: local or [user@]host[:port] (got {args.target!r})")
+        got, live = asyncio.run(_target(target, args))
+        measured += got
+        notes.append(f"bench history of {args.target}: {len(got)} results")
+        if live:
+            obs.append(live[0])
+            notes.append(live[1])
+    # Speeds only count at one concurrency: the most measured one.
+    conc = [c for _, c, _ in measured if c is not None]
+    running = max(set(conc), key=conc.count) if conc else None
+    base = args.baseline_tps
+    for o, c, b in measured:
+        same = c == running
+        obs.append(o if same else type(o)(o.steps, o.accept_len, None))
+        base = base or (b if same else None)
+    return obs, running, base, notes
+
+
+async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tuple[Any, str] | None]:
+    """TARGET's bench history and its live observation (None when no server or no Decode line)."""
+    from spectui.errors import SpectuiError
+    from spectui.sources.target import open_host
+
+    host = open_host(target, args, read_only=True)
+    history = from_history(host.name)
+    try:
+        await host.connect()
+        return history, await from_live(host, args.pid)
+    except SpectuiError as exc:
+        print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)
+        return history, None
+    finally:
+        await host.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from spectui.core.specdec import advise
+    from spectui.errors import UsageError
+
+    if args.topk != 1:
+        raise UsageError("--topk: the advisor models chains only (topk 1); trees are not predicted yet")
+    obs, running, base, notes = _gather(args)
+    if not obs:
+        raise UsageError("no observation: give --observed STEPS:ACCEPT_LEN, --sweep FILE or a TARGET with a "
+                         "bench history or a live log")
+    adv = advise(obs, baseline_per_request_tps=base, running=running, max_steps=args.max_steps)
+    if args.json:
+        print(json.dumps(adv.to_json()))
+        return 0
+    _human(adv, notes, running)
+    return 0
+
+
+def _human(adv: Any, notes: list[str], running: int | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    m = adv.model
+    console.print(f"model: a1 {m.a1:.3f}, r {m.r:.3f}{' (prior)' if m.prior else ''}; observed "
+                  + ", ".join(f"steps {k}: {v:.2f}" for k, v in m.observations)
+                  + (f"; concurrency {running}" if running else ""), markup=False)
+    for n in notes:
+        console.print(f"  from {n}", markup=False)
+    t = Table("steps", "accept len", "range", "tok/s per request")
+    seen = {k for k, _ in m.observations}
+    for p in adv.predicted:
+        mark = " (observed)" if p.steps in seen else ""
+        t.add_row(f"{p.steps}{mark}", f"{p.accept_len:.2f}", f"{p.low:.2f}-{p.high:.2f}",
+                  "-" if p.tokens_per_s is None else f"{p.tokens_per_s:.1f}")
+    console.print(t)
+    r = adv.recommend
+    head = "turn speculation off" if r.off else f"steps {r.steps}, topk {r.topk}, draft tokens {r.num_draft_tokens}"
+    console.print(f"recommend: {head} — {r.why}", markup=False)
+    if adv.next_to_measure is not None:
+        console.print(f"next to measure: steps {adv.next_to_measure}", markup=False)
