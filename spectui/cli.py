@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("spectui.commands.report", "a GitHub-issue report (md or json) from a bundle or a live target"),
     "inspect": ("spectui.commands.inspect", "is the draft checkpoint the problem? (config.json + safetensors headers)"),
     "bench": ("spectui.commands.bench", "load the server's OpenAI API and measure: tok/s, TTFT/TPOT/ITL, accept length, × no speculation"),
+    "advise": ("spectui.commands.advise", "the chain depth to run: predicted accept len and speed by depth, from what was observed"),
     "sweep": ("spectui.commands.sweep", "relaunch + bench every config of a grid; table, Pareto front, best; put the command back"),
 }
 
