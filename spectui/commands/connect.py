@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fleet-map", metavar="FILE",
                         help="with --prometheus: 'INSTANCE SSH-TARGET' a line (default: the instance's host)")
     parser.add_argument("--baseline-tps", type=float, metavar="TPS",
-                        help="decode tok/s without speculation: the summary strip shows × baseline")
+                        help="decode tok/s without speculation at the server's load (bench's output tok/s at "
+                             "the same concurrency): the speculative panel shows ×N vs no speculation")
     parser.add_argument("--log", metavar="PATH", help="the server's log file on that host (default: discovered)")
     parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
     parser.add_argument("--server-port", type=int, metavar="N", help="the server's HTTP port (default: discovered)")
@@ -46,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         targets = connectmulti.all_targets(args)
-        if len(targets) == 1 and not args.prometheus and args.baseline_tps is None:
+        if len(targets) == 1 and not args.prometheus:
             args.target = targets[0][0]
+            if args.baseline_tps is None:
+                args.baseline_tps = targets[0][1]  # a hosts file's TARGET baseline-tps=T
             return asyncio.run(_main(args))
         return asyncio.run(connectmulti.main(args, targets, build_session))
     except SpectuiError as exc:
@@ -157,7 +160,7 @@ async def _main(args: argparse.Namespace) -> int:
 
     session = replay_if_bundle(args) or await build_session(args)  # a bundle: replayed, read-only
     try:
-        app = SpectuiApp(session)
+        app = SpectuiApp(session, baseline_tps=getattr(args, "baseline_tps", None))
         await app.run_async()
         return app.return_code or 0
     finally:
@@ -202,7 +205,12 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
         sglang_version=pick_version(args.sglang_version)[0], current_pid=demo.proc.pid,
         tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),
     )
-    app = SpectuiApp(session)
+    from spectui.core.rules.match import BaselineTps
+
+    # the simulator's own no-spec speed of one request: what the panel shows x N against
+    spec = "--speculative-algorithm" in demo.scenario.flags
+    base = BaselineTps(demo.scenario.sim_knobs().baseline_tps, running=1) if spec else None
+    app = SpectuiApp(session, baseline_tps=base, baseline_source="simulator")
     loop = asyncio.get_running_loop()
     if args.duration:
         loop.call_later(args.duration, app.exit)

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from spectui.ui.controller import Cockpit
+from spectui.ui.screens.bench import cockpit_baseline
 from spectui.ui.screens.dashboard import DashboardScreen
 from spectui.ui.session import Session
 
@@ -26,6 +27,7 @@ class SpectuiApp(App[int]):
         Binding("h", "history", "History"),
         Binding("x", "record", "Record", show=False),
         Binding("i", "draft", "Draft", show=False),
+        Binding("b", "bench", "Bench", show=False),
     ]
 
     def __init__(
@@ -35,11 +37,14 @@ class SpectuiApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         rules: Any = None,
         max_log_lines: int = 50_000,
+        baseline_tps: float | None = None,
+        baseline_source: str | None = None,
     ) -> None:
         super().__init__()
         self.session = session
         self.clock = clock
-        self.cockpit = Cockpit(launch=session.launch, version=session.sglang_version, rules=rules)
+        self.cockpit = Cockpit(launch=session.launch, version=session.sglang_version, rules=rules,
+                               **cockpit_baseline(session, baseline_tps, baseline_source))
         self.dashboard = DashboardScreen(session, self.cockpit, clock=clock, max_log_lines=max_log_lines)
 
     def get_default_screen(self) -> Screen:
@@ -70,6 +75,11 @@ class SpectuiApp(App[int]):
 
         self.push_screen(DraftScreen(self.session, self.cockpit))  # reads in a worker: the log keeps flowing
 
+    def action_bench(self) -> None:
+        from spectui.ui.screens.bench import BenchScreen
+
+        self.push_screen(BenchScreen(self.session, self.cockpit))  # a worker: the log keeps flowing
+
     def action_record(self) -> None:
         from spectui.ui.recording import start_recording
 
@@ -98,6 +108,7 @@ class SpectuiApp(App[int]):
             ("Relaunch", "Edit flags, see diff and verdict, relaunch (r)", self.action_relaunch),
             ("History", "Previous launches of this server and what they reached (h)", self.action_history),
             ("Record bundle", "Save an incident bundle of this server, secrets masked (x)", self.action_record),
+            ("Bench", "Load the server and measure tok/s and accept len, vs no speculation (b)", self.action_bench),
             ("Draft checkpoint", "Inspect the server's draft: config.json + safetensors headers (i)", self.action_draft),
             ("Follow / pause log", "Toggle following the log (space)", dash.action_toggle_follow),
             ("Search log", "Search the log (/), then n / N", lambda: dash.action_prompt("search")),

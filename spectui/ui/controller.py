@@ -29,12 +29,16 @@ class CockpitUpdate:
     dp_ranks: int = 1
     launched: str | None = None
     version: str | None = None
+    baseline: Any = None  # no-spec decode tok/s (core.rules.match.BaselineTps when its concurrency is known)
 
 
 class Cockpit:
     """State that outlives one log stream: pipeline per stream, plot history, launch summaries."""
 
-    def __init__(self, *, launch: Any = None, version: str | None = None, rules: Sequence[Any] | None = None) -> None:
+    def __init__(self, *, launch: Any = None, version: str | None = None, rules: Sequence[Any] | None = None,
+                 baseline_tps: float | None = None, baseline_source: str | None = None) -> None:
+        self.baseline = baseline_tps  # no-spec tok/s: the spec panel's ×N and the slower-than-baseline rule
+        self.baseline_source = baseline_source if baseline_tps is not None else None
         self.launch = launch  # core.launch.LaunchCommand of the running server, when known
         self.version = version  # SGLang version (bundled catalogue name) when known
         self._rules = rules
@@ -75,7 +79,7 @@ class Cockpit:
         if rules is None:
             rules = self._rules = self._load_rules()
         engine = RuleEngine(rules, launch=self.launch, resolution=getattr(self, "resolution", None),
-                            version=self.version)
+                            version=self.version, baseline_tps=self.baseline)
         self.pipeline = Pipeline(engine=engine)
         self._snapshot: Any = None
         self._launch_no = 0
@@ -89,6 +93,15 @@ class Cockpit:
         loaded, errors = rules_mod.load_rules()
         self.rule_errors = tuple(errors)  # shown by the app as a notification; a bad rule file is not fatal
         return list(loaded)
+
+    def set_baseline(self, tps: float | None, source: str | None) -> None:
+        """A baseline learnt while running (a bench from the screen): shown and judged from the next batch."""
+        self.baseline, self.baseline_source = tps, (source if tps is not None else None)
+        engine = self.pipeline_engine
+        config = getattr(engine, "_config", None)
+        if config is not None:  # the engine reads it on every evaluation; re-judge the config rules too
+            config.baseline_given = tps
+            engine._config_dirty = True
 
     def new_stream(self, *, launch: Any = None, view_last_line: int = 0) -> None:
         """The server was relaunched and a new log is followed: archive plots, start a fresh pipeline."""
@@ -163,6 +176,7 @@ class Cockpit:
             dp_ranks=max(1, len(self._dp_ranks)),
             launched=self._launched,
             version=self.version or self._version_guess(),
+            baseline=self.baseline,
         )
 
     @property

@@ -258,7 +258,8 @@ class DashboardScreen(LogKeys, Screen):
         if update is None or update is self._panels_of:
             return
         self._panels_of, self._panels_at = update, time.monotonic()
-        spec = SpecData(update.snapshot, update.config, update.history, update.dp_ranks)
+        spec = SpecData(update.snapshot, update.config, update.history, update.dp_ranks, update.baseline,
+                        self.cockpit.baseline_source)
         panel = self.query_one(SpecPanel)
         if spec != panel.data:
             panel.data = spec

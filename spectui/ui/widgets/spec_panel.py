@@ -20,6 +20,8 @@ class SpecData:
     config: ConfigView = ConfigView()
     history: SeriesHistory = SeriesHistory()
     dp_ranks: int = 1
+    baseline: Any = None  # no-spec tok/s (core.rules.match.BaselineTps when its concurrency is known)
+    baseline_source: str | None = None  # measured | history | given | simulator
 
 
 def _f(value: float | None, fmt: str = ".2f") -> str:
@@ -79,6 +81,7 @@ class SpecPanel(Widget):
         t.append("gen tok/s ", "bold")
         t.append(_f(tps.last, ".1f"), "bold cyan")
         t.append(f"  mean {_f(tps.mean, '.1f')}")
+        self._versus(t, tps.mean if tps.mean is not None else tps.last, s.running_req, d)
         if d.dp_ranks > 1:
             t.append(f"  Σ {d.dp_ranks} DP ranks", "dim")
         t.append("\n")
@@ -96,6 +99,24 @@ class SpecPanel(Widget):
         t.append("tok/s  ", "bold")
         t.append_text(sparkline(d.history.gen_tokens_per_s, width, style="cyan", low=0.0))
         return t
+
+    @staticmethod
+    def _versus(t: Text, tps: float | None, running: Any, d: SpecData) -> None:
+        """`×0.83 vs no speculation` (red below 1): the same ratio SPEC026 judges (core.rules.match), so
+        nothing when the baseline was measured at another concurrency."""
+        from spectui.core.rules.match import baseline_ratio
+
+        if d.baseline is None:
+            return
+        ratio = baseline_ratio(tps, running, d.baseline)
+        if ratio is None:
+            t.append(f"  baseline {float(d.baseline):.0f} at another load", "dim")
+            return
+        t.append("  ")
+        t.append(f"×{ratio:.2f}", "bold red" if ratio < 1.0 else "bold green")
+        t.append(" vs no speculation")
+        if d.baseline_source:
+            t.append(f" ({d.baseline_source})", "dim")
 
     @staticmethod
     def _accept_style(value: float | None, ceiling: int | None) -> str:

@@ -1,0 +1,157 @@
+"""Bench from the cockpit (`b`): a side dialog that loads the followed server through ops.bench in a
+worker (the log keeps flowing underneath), shows the live progress and then the result in place: tok/s,
+per-request speed, accept length over the window and the speedup against the known baseline. A bench
+of a server without speculation becomes the cockpit's baseline.
+
+Also `cockpit_baseline`: the baseline the cockpit starts with (given, else the last no-spec bench of this
+host+model in history)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+REQUESTS, CONCURRENCY, MAX_TOKENS = 32, 4, 128  # a quick look, not a study: `spectui bench` for that
+
+
+def cockpit_baseline(session: Any, tps: float | None, source: str | None) -> dict[str, Any]:
+    """Keyword arguments for Cockpit: the baseline given, else one recorded in bench history."""
+    if tps is not None:
+        return {"baseline_tps": tps, "baseline_source": source or "given"}
+    if getattr(session, "host", None) is None or getattr(session, "replay", False):
+        return {}
+    from spectui.ops.bench_baseline import known_baseline
+
+    host = getattr(session.host, "name", None) or session.label
+    try:
+        found = known_baseline(host, _model_path(session.launch))
+    except Exception:  # history is a convenience: a damaged file never stops the cockpit
+        return {}
+    return {"baseline_tps": found, "baseline_source": "history"} if found is not None else {}
+
+
+def _model_path(launch: Any) -> str | None:
+    if launch is None:
+        return None
+    from spectui.core.launch.command import flag_values
+
+    try:
+        return flag_values(launch).get("--model-path") or None
+    except Exception:  # an odd command only costs the history lookup
+        return None
+
+
+def _f(x: Any, spec: str = ".1f") -> str:
+    return "–" if not isinstance(x, int | float) else format(x, spec)
+
+
+def result_text(out: dict[str, Any]) -> Text:
+    t = Text(no_wrap=False)
+    wl, req = out["workload"], out["requests"]
+    t.append(f"{req['ok']} ok, {req['failed']} failed · concurrency {wl.get('concurrency') or 'unlimited'} · "
+             f"max_tokens {wl.get('max_tokens')} · window {_f(out.get('duration_s'), '.2f')} s\n", "dim")
+    t.append("output tok/s ", "bold")
+    t.append(_f(out.get("output_tokens_per_s")), "bold cyan")
+    per = out.get("per_request_tokens_per_s") or {}
+    t.append(f"   per request {_f(per.get('mean'))} (p50 {_f(per.get('p50'))})\n")
+    t.append(f"TTFT p50 {_f((out.get('ttft_ms') or {}).get('p50'))} ms   TPOT p50 "
+             f"{_f((out.get('tpot_ms') or {}).get('p50'), '.2f')} ms\n")
+    spec = out.get("spec")
+    if spec:
+        t.append("accept len ", "bold")
+        t.append(_f(spec.get("accept_len"), ".2f"), "bold green")
+        t.append(f" over the window ({spec.get('source') or 'no source'})\n")
+    else:
+        t.append("speculation off: this is the no-speculation baseline\n", "bold")
+    base, up = out.get("baseline"), out.get("speedup") or {}
+    if base:
+        agg = up.get("output_tokens_per_s")
+        t.append("speedup ", "bold")
+        t.append(f"×{_f(agg, '.2f')}", "bold red" if isinstance(agg, float) and agg < 1 else "bold green")
+        t.append(f" aggregate, ×{_f(up.get('per_request_tokens_per_s'), '.2f')} per request vs "
+                 f"{_f(base.get('output_tokens_per_s'))} tok/s without speculation ({base.get('source')})\n")
+    elif spec:
+        t.append("no baseline known: `spectui bench --baseline` measures one\n", "dim")
+    t.append(f"recorded as {out.get('history_id')}", "dim")
+    return t
+
+
+class BenchScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    DEFAULT_CSS = """
+    BenchScreen { align: right top; background: $background 30%; }
+    BenchScreen > Vertical { width: 72; height: auto; max-height: 20; border: round $accent;
+                             background: $panel; padding: 0 1; }
+    """
+
+    def __init__(self, session: Any, cockpit: Any) -> None:
+        super().__init__()
+        self.session, self.cockpit = session, cockpit
+        self.result: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._last_paint = 0.0
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"bench · {self.session.label}", classes="title")
+            yield Static(Text(f"{REQUESTS} requests, concurrency {CONCURRENCY}, max_tokens {MAX_TOKENS}",
+                              style="dim"), id="bench-workload")
+            yield Static("starting…", id="bench-progress")
+            yield Static("", id="bench-result")
+            yield Static(Text("esc close (the bench stops)", style="dim"))
+
+    def on_mount(self) -> None:
+        if self.session.host is None or getattr(self.session, "replay", False):
+            self._say("no live server here (a recorded log): nothing to bench")
+            return
+        self.run_bench()
+
+    def _say(self, text: str | Text) -> None:
+        self.query_one("#bench-progress", Static).update(text)
+
+    def _phase(self, name: str) -> None:
+        self._say(f"{name}…")
+
+    def _progress(self, p: Any) -> None:
+        now = time.monotonic()
+        if now - self._last_paint < 0.1:
+            return
+        self._last_paint = now
+        total = p.total if p.total is not None else "?"
+        self._say(f"{p.done}/{total} requests · {_f(p.tokens_per_s)} tok/s · in flight {p.in_flight} · "
+                  f"failed {p.failed}")
+
+    @work(exclusive=True, group="bench")
+    async def run_bench(self) -> None:
+        from spectui.errors import SpectuiError
+        from spectui.load import BenchConfig, ServerUnreachableError, load_prompts
+        from spectui.ops import bench
+
+        s, c = self.session, self.cockpit
+        given = c.baseline if c.baseline_source in ("given", "simulator") else None
+        port = s.server_port or getattr(s.server, "port", None)
+        plan = bench.BenchPlan(BenchConfig("http://127.0.0.1", requests=REQUESTS, concurrency=CONCURRENCY,
+                                           max_tokens=MAX_TOKENS), load_prompts("mixed"),
+                               pid=None if port else s.pid, server_port=port,
+                               baseline_tps=float(given) if given is not None else None)
+        try:
+            out = await bench.run(s.host, plan, on_progress=self._progress, on_phase=self._phase)
+        except (SpectuiError, ServerUnreachableError, OSError) as exc:
+            self.error = str(exc)
+            self._say(Text(f"bench failed: {exc}", style="bold red"))
+            return
+        self.result = out
+        self._say(Text("done", style="bold green"))
+        self.query_one("#bench-result", Static).update(result_text(out))
+        if out.get("spec") is None and out.get("output_tokens_per_s"):
+            from spectui.core.rules.match import BaselineTps
+
+            c.set_baseline(BaselineTps(out["output_tokens_per_s"], out["workload"].get("concurrency")), "measured")
