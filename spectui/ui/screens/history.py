@@ -72,7 +72,8 @@ class HistoryScreen(ModalScreen[None]):
         if not summaries:
             table.add_row("–", "–", "0", Text("no decode lines seen yet", style="dim"), "", "")
         recorded = self.query_one("#recorded", DataTable)
-        recorded.add_columns("started", "outcome", "accept len", "gen tok/s", "flag changes", "log")
+        recorded.add_columns("started", "outcome", "accept len", "gen tok/s", "flag changes", "Δ accept len",
+                             "Δ tok/s", "verdict", "log")
         self.load_recorded()
 
     @work(thread=True, exclusive=True)
@@ -85,10 +86,39 @@ class HistoryScreen(ModalScreen[None]):
 
     def _show_recorded(self, records: list[Any]) -> None:
         table = self.query_one("#recorded", DataTable)
+        ordered = sorted(records, key=lambda r: r.time)
+        before: dict[str, Any] = {}
+        for prev, cur in zip([None, *ordered], ordered, strict=False):
+            before[cur.id] = prev
         for r in records:
             changes = ", ".join(f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in r.diff) or "–"
             style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
+            d_acc, d_tps, verdict = deltas(before.get(r.id), r)
             table.add_row(Text(r.time), Text(r.outcome, style=style), _num(r.accept_len),
-                          _num(r.gen_tokens_per_s, ".1f"), Text(changes, overflow="ellipsis"), Text(r.log or "–"))
+                          _num(r.gen_tokens_per_s, ".1f"), Text(changes, overflow="ellipsis"), d_acc, d_tps,
+                          verdict, Text(r.log or "–"))
         if not records:
-            table.add_row("–", Text("none recorded", style="dim"), "", "", "", "")
+            table.add_row("–", Text("none recorded", style="dim"), "", "", "", "", "", "", "")
+
+
+SAME = 0.03  # relative change under which a relaunch is judged the same (noise of a short observation)
+
+
+def deltas(prev: Any, cur: Any) -> tuple[Text, Text, Text]:
+    """Before/after of one relaunch against the launch before it: Δ accept len, Δ tok/s and a verdict
+    (better / worse / same on tok/s, else on accept len; '–' when either side was not measured)."""
+    def one(a: Any, b: Any, fmt: str) -> tuple[Text, float | None]:
+        if not isinstance(a, int | float) or not isinstance(b, int | float):
+            return Text("–", style="dim"), None
+        rel = (b - a) / a if a else None
+        pct = f" ({rel:+.0%})" if rel is not None else ""
+        return Text(f"{b - a:+{fmt}}{pct}", style="green" if b > a else "red" if b < a else ""), rel
+
+    acc, acc_rel = one(getattr(prev, "accept_len", None), cur.accept_len, ".2f")
+    tps, tps_rel = one(getattr(prev, "gen_tokens_per_s", None), cur.gen_tokens_per_s, ".1f")
+    rel = tps_rel if tps_rel is not None else acc_rel
+    if rel is None or cur.outcome != "healthy":
+        return acc, tps, Text("–", style="dim")
+    if abs(rel) < SAME:
+        return acc, tps, Text("same")
+    return acc, tps, Text("better", style="bold green") if rel > 0 else Text("worse", style="bold red")
