@@ -81,6 +81,8 @@ def human(ev: dict[str, Any]) -> str | None:
                          [f"unset {k}" for k in fix.get("unset") or []])
         return (f"{str(ev.get('severity', '')).upper():7} {ev.get('rule')}: {_clean(str(ev.get('title', '')))}"
                 + (f"  [fix: {_clean(patch)}]" if patch else ""))
+    if kind == "health":
+        return f"health  {ev['state']}" + (f" ({_clean(str(ev['reason']))})" if ev.get("reason") else "")
     if kind == "connection":
         detail = f" ({_clean(ev['detail'])})" if ev.get("detail") else ""
         return f"conn    {ev['state']}{detail}"
@@ -123,11 +125,83 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
             from spectui.sources.ckptreader import inspect_server
 
             engine.set_draft((await inspect_server(host, proc)).inspection.findings)
-        async for ev in follow(host, path, from_start=args.from_start, backfill_lines=args.backfill,
-                               raw=args.raw, engine=engine):
+        act = _LogActivity()
+        events = follow(host, path, from_start=args.from_start, backfill_lines=args.backfill, raw=args.raw,
+                        engine=engine, on_lines=act.lines)
+        if argv is not None:  # a server, not a plain file: its health is followed too (never for a file)
+            events = _with_health(events, host, proc, act)
+        async for ev in events:
             yield ev
     finally:
         await host.close()
+
+
+class _LogActivity:
+    """What liveness needs from the log: when a line last came, requests in flight, phase."""
+
+    def __init__(self) -> None:
+        self.last_line_at: float | None = None
+        self.running: int | None = None
+        self.queued: int | None = None
+        self.phase: str | None = None
+
+    def lines(self, _ev: Any) -> None:
+        import time
+
+        self.last_line_at = time.monotonic()
+
+    def see(self, ev: dict[str, Any]) -> None:
+        if ev.get("type") == "decode":
+            self.running, self.queued = ev.get("running_req"), ev.get("queue_req")
+        elif ev.get("type") == "phase":
+            self.phase = ev.get("phase")
+
+    def activity(self) -> Any:
+        from spectui.sources.liveness import Activity
+
+        return Activity(self.last_line_at, self.running, self.queued, self.phase)
+
+
+async def _with_health(events: AsyncIterator[dict[str, Any]], host: Any, proc: Any, act: _LogActivity
+                       ) -> AsyncIterator[dict[str, Any]]:
+    """The log's events merged with a `health` event on each change of verdict (sources.liveness)."""
+    from spectui.sources.liveness import LivenessMonitor
+
+    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+    done = object()
+
+    async def log_side() -> None:
+        try:
+            async for ev in events:
+                act.see(ev)
+                await queue.put(ev)
+        except Exception as exc:  # raised in the consumer
+            await queue.put(exc)
+        await queue.put(done)
+
+    async def health_side() -> None:
+        last = None
+        monitor = LivenessMonitor(host, proc.pid, proc.port, proc.host_addr or "127.0.0.1", activity=act.activity)
+        async for verdict in monitor.rounds():
+            if verdict is not None and verdict.key != last:
+                last = verdict.key
+                await queue.put(verdict.to_event())
+
+    tasks = [asyncio.create_task(log_side()), asyncio.create_task(health_side())]
+    try:
+        while True:
+            item = await queue.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 def _stdin_events(args: Any, emit: Printer) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from spectui.core.launch.command import parse_command
@@ -95,8 +95,11 @@ async def follow(
     raw: bool = False,
     engine: Any = None,
     tail: LogTail | None = None,
+    on_lines: Callable[[TailLines], None] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """Follow `path` on `host` forever, yielding watch events. Cancel (or stop iterating) to end."""
+    """Follow `path` on `host` forever, yielding watch events. Cancel (or stop iterating) to end.
+
+    `on_lines`: called with every batch of lines as it arrives (liveness: when the log last moved)."""
     tail = tail or LogTail(host, path, from_start=from_start, backfill_lines=backfill_lines)
     builder = EventBuilder(Pipeline(engine=engine), raw=raw)
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)  # bounded: a slow reader slows the tail
@@ -123,6 +126,8 @@ async def follow(
                 continue
             if isinstance(ev, BaseException):
                 raise ev
+            if on_lines is not None and isinstance(ev, TailLines) and ev.lines:
+                on_lines(ev)
             events = builder.on_lines(ev) if isinstance(ev, TailLines) else builder.on_state(ev)
             pending_flush = pending_flush or isinstance(ev, TailLines)
             for out in events:

@@ -14,6 +14,7 @@ from typing import Any
 
 from spectui.core.log.records import ErrorEvent, Milestone, MilestoneKind, record_kind
 from spectui.ui.model import ConfigView, LaunchSummary, SeriesHistory, build_config_view
+from spectui.ui.phases import PhaseTimeline
 
 MAX_POINTS = 400  # plot points kept per launch (a plot is at most ~150 cells wide)
 
@@ -36,11 +37,15 @@ class Cockpit:
     """State that outlives one log stream: pipeline per stream, plot history, launch summaries."""
 
     def __init__(self, *, launch: Any = None, version: str | None = None, rules: Sequence[Any] | None = None,
-                 baseline_tps: float | None = None, baseline_source: str | None = None) -> None:
+                 catalogue: Any = None, baseline_tps: float | None = None,
+                 baseline_source: str | None = None) -> None:
         self.baseline = baseline_tps  # no-spec tok/s: the spec panel's ×N and the slower-than-baseline rule
         self.baseline_source = baseline_source if baseline_tps is not None else None
         self.launch = launch  # core.launch.LaunchCommand of the running server, when known
         self.version = version  # SGLang version (bundled catalogue name) when known
+        # (FlagCatalogue, CataloguePick) from sources.hostflags_run: the host's own SGLang flags for a
+        # release spectui does not ship; None: the bundled pick for `version`.
+        self.catalogue = catalogue
         self._rules = rules
         self.rule_errors: tuple[str, ...] = ()
         self._archived: list[tuple[tuple[float | None, ...], tuple[float | None, ...]]] = []
@@ -49,6 +54,7 @@ class Cockpit:
         self._requested: dict[str, Any] | None = None
         self._predicted: dict[str, Any] | None = None
         self._warnings: tuple[str, ...] = ()
+        self.timeline = PhaseTimeline()  # phases with durations, across relaunches (ui/phases.py)
         self._resolve_launch()
         self._new_pipeline()
 
@@ -61,11 +67,14 @@ class Cockpit:
             return
         from spectui.core.launch.catalogue import pick_version
         from spectui.core.launch.resolve import resolve
-
-        version, _ = pick_version(self.version)
         from spectui.ops.plan import resolvable_args
 
-        res = resolve(list(resolvable_args(self.launch)), version)  # the simulator's --sim-* knobs are not SGLang's
+        args = list(resolvable_args(self.launch))  # the simulator's --sim-* knobs are not SGLang's
+        cat, pick = self.catalogue if self.catalogue is not None else (None, None)
+        if cat is not None and pick is not None and pick.source == "host":
+            res = resolve(args, self.version or cat.version, host_catalogue=cat)
+        else:
+            res = resolve(args, pick_version(self.version)[0])
         self.resolution = res
         self._requested = dict(res.requested)
         self._predicted = dict(res.effective) if res.effective else None
@@ -103,9 +112,10 @@ class Cockpit:
             config.baseline_given = tps
             engine._config_dirty = True
 
-    def new_stream(self, *, launch: Any = None, view_last_line: int = 0) -> None:
+    def new_stream(self, *, launch: Any = None, view_last_line: int = 0, now: float | None = None) -> None:
         """The server was relaunched and a new log is followed: archive plots, start a fresh pipeline."""
         self._archive_current()
+        self.timeline.relaunched(_now(now))
         if launch is not None:
             self.launch = launch
             self._resolve_launch()
@@ -138,17 +148,17 @@ class Cockpit:
 
     # ---- feeding -----------------------------------------------------------------------------
 
-    def feed(self, lines: Sequence[str]) -> CockpitUpdate:
-        return self._absorb(self.pipeline.feed_lines(lines))
+    def feed(self, lines: Sequence[str], now: float | None = None) -> CockpitUpdate:
+        return self._absorb(self.pipeline.feed_lines(lines), now)
 
-    def finish(self) -> CockpitUpdate:
-        return self._absorb(self.pipeline.finish())
+    def finish(self, now: float | None = None) -> CockpitUpdate:
+        return self._absorb(self.pipeline.finish(), now)
 
     def flush(self) -> CockpitUpdate:
         """The log went quiet: emit a traceback still waiting for its end (a crash is often the last thing)."""
         return self._absorb(self.pipeline.flush())
 
-    def _absorb(self, update: Any) -> CockpitUpdate:
+    def _absorb(self, update: Any, now: float | None = None) -> CockpitUpdate:
         kinds: list[tuple[int, int, str]] = []
         off = self.offset
         for r in update.records:
@@ -164,6 +174,8 @@ class Cockpit:
         if self._snapshot is not None and snap is not None and snap.launch != self._snapshot.launch:
             self._archive_current()  # a second launch appended to the same log
         self._snapshot = snap
+        if update.records or snap is not None:
+            self.timeline.observe(update.records, getattr(getattr(snap, "phase", None), "value", None), _now(now))
         engine = self.pipeline_engine
         self._diagnoses = tuple(engine.diagnoses) if engine is not None else tuple(update.diagnoses)
         return CockpitUpdate(
@@ -219,3 +231,9 @@ class Cockpit:
     @property
     def snapshot(self) -> Any:
         return self._snapshot
+
+
+def _now(now: float | None) -> float:
+    import time
+
+    return time.monotonic() if now is None else now  # arrival time for the phase timeline

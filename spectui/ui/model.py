@@ -57,6 +57,8 @@ class HeaderInfo:
     log_path: str | None = None
     read_only: bool = False
     paused: bool = False
+    health: str | None = None  # healthy / unhealthy / gone (sources.liveness); None = not judged (a file, a replay)
+    health_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ class Session:
     server: Any = None  # sources.base.ServerProcess when discovered
     launch: Any = None  # core.launch.LaunchCommand of the running server, when known
     sglang_version: str | None = None
+    flag_catalogue: Any = None  # (FlagCatalogue, CataloguePick): the host's own flags for a release not shipped
     read_only: bool = False
     server_port: int | None = None
     tail_factory: TailFactory | None = None  # path -> tail events; default: sources LogTail on `host`
@@ -31,6 +32,7 @@ class Session:
     replay: bool = False  # a recorded log: the tail ends, and "last line age" means nothing
     current_pid: int | None = None  # set after a relaunch (the discovered `server` is the old process)
     from_start: bool = False  # read the whole log (a file target: its server_args line and every launch)
+    liveness: Any = None  # sources.liveness.LivenessConfig; None = defaults (+ SPECTUI_* env); False = no probes
 
     @property
     def pid(self) -> int | None:

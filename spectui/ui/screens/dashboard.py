@@ -23,6 +23,7 @@ from spectui.ui.controller import Cockpit, CockpitUpdate
 from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
 from spectui.ui.screens.logkeys import LogKeys
+from spectui.ui.screens.serverwatch import ServerWatch
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
@@ -30,6 +31,7 @@ from spectui.ui.widgets.gpu_strip import NVIDIA_SMI_ARGV, GpuStrip, parse_nvidia
 from spectui.ui.widgets.header import HeaderBar, age_step
 from spectui.ui.widgets.log_view import LogView, prepare_lines
 from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
+from spectui.ui.widgets.timeline import PhaseTimelineBar
 
 # At most five log repaints a second: each repaints the whole pane, and under a 5k lines/s log halving
 # them took bench_ui's p95 key latency from ~100 ms to ~60 ms (a line still shows within 0.2 s).
@@ -42,7 +44,7 @@ GPU_POLL_INTERVAL = 5.0
 IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
 
 
-class DashboardScreen(LogKeys, Screen):
+class DashboardScreen(ServerWatch, LogKeys, Screen):
     BINDINGS = [
         Binding("space", "toggle_follow", "Follow/pause"),
         Binding("slash", "prompt('search')", "Search"),
@@ -85,6 +87,7 @@ class DashboardScreen(LogKeys, Screen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
+        yield PhaseTimelineBar(id="timeline")
         with Horizontal(id="top"):
             yield SpecPanel(id="spec")
             yield ConfigPanel(id="config")
@@ -106,6 +109,7 @@ class DashboardScreen(LogKeys, Screen):
             self.follow(self.log_path)
         if self.session.probe_gpus and self.session.host is not None:
             self.poll_gpus()
+        self.start_server_watch()  # liveness + successor (serverwatch.py); not for a file or a replay
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= 140, "-wide")
@@ -139,6 +143,7 @@ class DashboardScreen(LogKeys, Screen):
     def _tick(self) -> None:
         """Once a second: the header's age, and an idle flush when the log has gone quiet."""
         self._refresh_header()
+        self._show_timeline()
         quiet = self._last_line_at is not None and self.clock() - self._last_line_at >= IDLE_FLUSH_S
         if quiet and not self._idle_flushed and not self.processing and not self._pending:
             self._idle_flushed = True
@@ -217,11 +222,12 @@ class DashboardScreen(LogKeys, Screen):
         import dataclasses
 
         prepared = prepare_lines(batch)
+        now = self.clock()  # arrival, for the phase timeline's durations
         kinds: list[tuple[int, int, str]] = []
         fresh: list[Any] = []
         update = None
         for i in range(0, len(batch), PARSE_SLICE):
-            update = self.cockpit.feed(batch[i : i + PARSE_SLICE])
+            update = self.cockpit.feed(batch[i : i + PARSE_SLICE], now)
             kinds.extend(update.kinds)
             fresh.extend(update.new_diagnoses)
         if update is not None:
@@ -268,20 +274,30 @@ class DashboardScreen(LogKeys, Screen):
             config.view = update.config
         self.query_one(DiagnosesPanel).set_diagnoses(update.diagnoses)
         self._refresh_header()
+        self._show_timeline()
 
-    async def switch_log(self, path: str, *, launch: Any = None) -> None:
+    async def switch_log(self, path: str, *, launch: Any = None, marker: str | None = None) -> None:
         """Follow a new log (after a relaunch): plots keep the old launch behind a boundary."""
         log = self.query_one(LogView)
         self.workers.cancel_group(self, "tail")
         while self._pending or self.processing:  # the old log's last lines belong to the old pipeline
             self.flush()
             await self.wait_processed()
-        log.append_lines([f"──── relaunched: now following {path} ────"])
-        log.mark_kinds([(log.last_line_no, log.last_line_no, "milestone")])
-        self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no)
+        self.mark_line(marker or f"──── relaunched: now following {path} ────")
+        self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no, now=self.clock())
         self.log_path = path
         self._update_log_title()
         self.follow(path)
+
+    def mark_line(self, text: str) -> None:
+        """A marker line of the cockpit's own in the log pane (relaunch, successor), coloured as a milestone."""
+        log = self.query_one(LogView)
+        log.append_lines([text])
+        log.mark_kinds([(log.last_line_no, log.last_line_no, "milestone")])
+
+    def _show_timeline(self) -> None:
+        tl = self.cockpit.timeline
+        self.query_one(PhaseTimelineBar).show(tl.steps, self.clock(), tl.last)
 
     # ---- header / gpus -----------------------------------------------------------------------------
 
@@ -301,6 +317,8 @@ class DashboardScreen(LogKeys, Screen):
             log_path=self.log_path,
             read_only=self.session.read_only,
             paused=not self.query_one(LogView).following,
+            health=self.health.state if self.health else None,
+            health_reason=self.health.reason if self.health else "",
         )
 
     @work(exclusive=True, group="gpus")
@@ -348,7 +366,7 @@ class DashboardScreen(LogKeys, Screen):
             self.session.current_pid = attempt.pid
         if event.launch is not None:
             self.session.launch = event.launch
-        if event.log_path:
+        if event.log_path and event.log_path != self.log_path:  # not already followed as the successor
             await self.switch_log(event.log_path, launch=event.launch)
 
     @on(DiagnosesPanel.FixRequested)

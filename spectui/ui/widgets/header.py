@@ -1,4 +1,5 @@
-"""Header line: host, server pid, SGLang version, phase, connection state with age of last line, launch time."""
+"""Header line: host, server pid, SGLang version, phase, health (and why not), connection state with age of
+last line, launch time."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ PHASE_STYLES = {
     "crashed": "bold white on red",
     "stopped": "bold white on red",
 }
+HEALTH_STYLES = {"healthy": "green", "unhealthy": "bold white on red", "gone": "bold white on red"}
 CONN_STYLES = {"connected": "green", "reconnecting": "yellow", "lost": "bold red", "replay": "cyan"}
 
 
@@ -65,6 +67,13 @@ class HeaderBar(Widget):
         t.append(f"SGLang {i.version or '?'}")
         t.append(" │ ", "dim")
         t.append(f" {i.phase.upper()} ", PHASE_STYLES.get(i.phase, "reverse"))
+        if i.health in ("unhealthy", "gone"):
+            # Stuck, not quiet: said next to the phase, with why, so a glance cannot miss it.
+            t.append(" ")
+            t.append(" NOT HEALTHY " if i.health == "unhealthy" else " GONE ", HEALTH_STYLES[i.health])
+            t.append(f" {i.health_reason}", "bold red")
+        elif i.health == "healthy":
+            t.append(" ♥ healthy", HEALTH_STYLES["healthy"])
         t.append("\n " if self.size.width and self.size.width < self.WIDE else " │ ", "dim")
         t.append("● ", CONN_STYLES.get(i.connection, "yellow"))
         t.append(i.connection, CONN_STYLES.get(i.connection, "yellow"))

@@ -1,0 +1,141 @@
+"""The dashboard's watch on the server itself (a mixin): is it healthy, and who replaced it when it exits.
+
+A worker probes the followed pid and port (sources.liveness: /health through the forward, the process's
+state, the log's activity) and puts the verdict in the header. When the process is gone it looks for the
+successor — a relaunch done elsewhere (the CLI, a colleague, a supervisor) — and follows it: new pid, new
+log, a toast and a marker line in the log pane. A relaunch done by this cockpit lands the same way
+(RelaunchFinished) and the worker simply moves to the new pid. No probes for a log file or a replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from textual import work
+
+from spectui.sources.liveness import (
+    GONE,
+    Activity,
+    HealthState,
+    LivenessConfig,
+    LivenessMonitor,
+    find_successor,
+)
+
+SUCCESSOR_FAST_S = 120.0  # look every second this long after the exit, then every SUCCESSOR_SLOW
+SUCCESSOR_SLOW = 5.0
+
+
+def _port_of(session: Any) -> int | None:
+    port = session.server_port or getattr(session.server, "port", None)
+    if port is None and session.launch is not None:
+        args = list(getattr(session.launch, "args", ()) or ())
+        with contextlib.suppress(ValueError, IndexError):
+            port = int(args[args.index("--port") + 1])
+    return port
+
+
+class ServerWatch:
+    """Mixed into DashboardScreen (which provides session, clock, cockpit, last_update, log_path, …)."""
+
+    health: HealthState | None = None
+    successors: list[int]  # pids followed after the first, in order
+
+    def start_server_watch(self) -> None:
+        s: Any = self.session  # type: ignore[attr-defined]
+        self.successors = []
+        if s.host is None or s.replay or s.liveness is False or s.pid is None:
+            return  # a plain log file or a replay: nothing to probe, never "unhealthy"
+        self.server_watch()  # type: ignore[attr-defined]
+
+    def _activity(self) -> Activity:
+        u: Any = self.last_update  # type: ignore[attr-defined]
+        snap = u.snapshot if u is not None else None
+        phase = getattr(getattr(snap, "phase", None), "value", None)
+        return Activity(self._last_line_at, getattr(snap, "running_req", None),  # type: ignore[attr-defined]
+                        getattr(snap, "queue_req", None), phase)
+
+    def _set_health(self, verdict: HealthState | None) -> None:
+        if verdict != self.health:
+            self.health = verdict
+            self._refresh_header()  # type: ignore[attr-defined]
+
+    @work(exclusive=True, group="liveness")
+    async def server_watch(self) -> None:
+        s: Any = self.session  # type: ignore[attr-defined]
+        config = s.liveness if isinstance(s.liveness, LivenessConfig) else LivenessConfig.from_env()
+        ref = s.server or await self._discover_pid(s.pid)
+        while True:
+            pid = s.pid
+            monitor = LivenessMonitor(s.host, pid, _port_of(s), getattr(s.server, "host_addr", None) or "127.0.0.1",
+                                      config=config, clock=self.clock, activity=self._activity)  # type: ignore[attr-defined]
+            gone = False
+            async for verdict in monitor.rounds():
+                if s.pid != pid:
+                    break  # this cockpit relaunched it: probe the new pid
+                self._set_health(verdict)
+                gone = verdict is not None and verdict.state == GONE
+            if s.pid != pid or not gone:
+                self._set_health(None)
+                ref = s.server if s.server is not None and s.server.pid == s.pid else (await self._discover_pid(s.pid)
+                                                                                       or ref)
+                continue
+            self._set_health(HealthState(GONE, f"process {pid} is gone; looking for its successor", GONE, pid))
+            if ref is None:
+                return  # never knew its command line: nothing to match a successor against
+            succ = await self._await_successor(ref, pid)
+            if succ is not None:
+                await self._follow_successor(pid, succ)
+                ref = succ
+            self._set_health(None)
+
+    async def _discover_pid(self, pid: int | None) -> Any:
+        from spectui.sources.discover import discover
+
+        if pid is None:
+            return None
+        with contextlib.suppress(Exception):
+            for proc in await discover(self.session.host):  # type: ignore[attr-defined]
+                if proc.pid == pid:
+                    return proc
+        return None
+
+    async def _await_successor(self, ref: Any, pid: int) -> Any:
+        s: Any = self.session  # type: ignore[attr-defined]
+        began = self.clock()  # type: ignore[attr-defined]
+        exclude = {pid, *self.successors, ref.pid}
+        while True:
+            if s.pid != pid:
+                return None  # this cockpit's own relaunch got there first (RelaunchFinished)
+            with contextlib.suppress(Exception):  # a host hiccup: try again next round
+                succ = await find_successor(s.host, ref, old_log=self.log_path, exclude=exclude)  # type: ignore[attr-defined]
+                if succ is not None:
+                    return succ
+            fast = self.clock() - began < SUCCESSOR_FAST_S  # type: ignore[attr-defined]
+            await asyncio.sleep(1.0 if fast else SUCCESSOR_SLOW)
+
+    async def _follow_successor(self, old_pid: int, succ: Any) -> None:
+        from spectui.core.launch.command import parse_command
+
+        s: Any = self.session  # type: ignore[attr-defined]
+        launch = None
+        with contextlib.suppress(Exception):
+            launch = parse_command(list(succ.argv))
+        s.server, s.current_pid = succ, succ.pid
+        if s.server_port is not None and succ.port:
+            s.server_port = succ.port
+        if launch is not None:
+            s.launch = launch
+        self.successors.append(succ.pid)
+        same_log = succ.log_path == self.log_path  # type: ignore[attr-defined]
+        marker = (f"──── pid {old_pid} exited; its successor pid {succ.pid} is followed"
+                  + ("" if same_log else f", log {succ.log_path}") + " ────")
+        self.notify(f"server pid {old_pid} exited and was relaunched: now following pid {succ.pid}"  # type: ignore[attr-defined]
+                    + ("" if same_log else f" ({succ.log_path})"), title="server relaunched", timeout=10,
+                    markup=False)
+        if same_log:
+            self.mark_line(marker)  # type: ignore[attr-defined]
+        else:
+            await self.switch_log(succ.log_path, launch=launch, marker=marker)  # type: ignore[attr-defined]
