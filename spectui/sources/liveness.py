@@ -142,7 +142,7 @@ class HealthJudge:
                                               f"{act.queued or 0} queued", "log", pid)
         if self.up_since is None:
             return None  # starting: /health is not expected to answer yet
-        return HealthState(HEALTHY, "answers /health", "ok", pid)
+        return HealthState(HEALTHY, "answers /health" if self.last_ok is not None else "up, by its log", "ok", pid)
 
 
 async def process_state(host: Host, pid: int) -> str | None:
