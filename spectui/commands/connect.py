@@ -137,10 +137,17 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
     # What the server says it is (/server_info, through the SSH forward when remote); without a port or
     # an answer the cockpit falls back to guessing from the log.
     version = await server_version(host, port, getattr(server, "host_addr", None) or "127.0.0.1") if port else None
+    # A release spectui does not ship: the config panel and rules judge with the host's own SGLang flags.
+    catalogue = None
+    if server is not None and launch is not None and version is not None:
+        from spectui.core.launch.hostflags import needs_host
+        from spectui.sources.hostflags_run import server_catalogue
+
+        catalogue = await server_catalogue(host, server, version) if needs_host(version) else None
     # A log file given as the target is read whole (its server_args line holds the effective config);
     # a server's log starts with a backfill, like tail, and the launch command comes from discovery.
     return Session(label=label, log_path=log_path, host=host, server=server, launch=launch,
-                   read_only=read_only, server_port=port, sglang_version=version,
+                   read_only=read_only, server_port=port, sglang_version=version, flag_catalogue=catalogue,
                    from_start=target.kind == "file")
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from spectui.core.launch.catalogue import load_catalogue, pick_version
+from spectui.core.launch.catalogue import CataloguePick, FlagCatalogue, load_catalogue, pick_version
 from spectui.core.launch.command import LaunchCommand
 from spectui.core.launch.explain import error_fix
 from spectui.core.launch.pasted import parse_pasted
@@ -96,27 +96,49 @@ def _diagnosis(n: FlagNote) -> dict[str, Any]:
 
 
 def build_report(text: str | Sequence[str], *, version: str | None, model_arch: str | None,
-                 device: str = "cuda") -> FlagsReport:
+                 device: str = "cuda", catalogue: tuple[FlagCatalogue, CataloguePick] | None = None
+                 ) -> FlagsReport:
+    """`catalogue`: the flags to judge with (sources.hostflags_run: a host's own SGLang, `flags --host`);
+    None: the bundled pick for `version`."""
     try:
         cmd, assumed = parse_pasted(text)  # the flags alone: `python -m sglang.launch_server` assumed
     except CommandParseError as exc:
         raise FlagsInputError(str(exc)) from None
     try:
-        picked, note = pick_version(version)
+        picked, note = pick_version(version) if catalogue is None else (catalogue[1].version, None)
     except ValueError as exc:
         raise FlagsInputError(str(exc)) from None
-    arch, source = (model_arch, "--model-arch") if model_arch else _arch_from_config(cmd, picked)
-    args, skipped = _without_typed_placeholders(cmd, picked)
-    res = resolve(args, version or picked, model_arch=arch, env=dict(cmd.env), device=device, entry=cmd.entry)
+    host_cat = catalogue[0] if catalogue is not None and catalogue[1].source == "host" else None
+    if catalogue is not None and (host_cat is not None or not catalogue[1].exact):
+        note = catalogue[1].why
+    cat = host_cat or load_catalogue(picked)
+    arch, source = (model_arch, "--model-arch") if model_arch else _arch_from_config(cmd, cat)
+    args, skipped = _without_typed_placeholders(cmd, cat)
+    judged = (version or cat.version) if host_cat is not None else (version or picked)
+    if host_cat is not None and not _is_release(judged):
+        judged = pick_version(None)[0]  # the dump named no release number: judged as the newest bundled
+    res = resolve(args, judged, model_arch=arch, env=dict(cmd.env), device=device, entry=cmd.entry,
+                  host_catalogue=host_cat)
+    if catalogue is not None and res.catalogue is not None and catalogue[1].source == res.catalogue.source:
+        res = replace(res, catalogue=catalogue[1])  # the host's reason (which host, which python)
     return FlagsReport(cmd, res, note, arch, source, skipped, assumed)
 
 
-def _without_typed_placeholders(cmd: LaunchCommand, version: str) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+def _is_release(text: str) -> bool:
+    from spectui.core.versions import parse_version
+
+    try:
+        parse_version(text.strip().removeprefix("sglang==").removeprefix("v"))
+    except ValueError:
+        return False
+    return True
+
+
+def _without_typed_placeholders(cmd: LaunchCommand, cat: FlagCatalogue) -> tuple[list[str], tuple[tuple[str, str], ...]]:
     """A placeholder cannot be type-checked (`--port $PORT`): leave such flags out, and say so. Placeholders
     for string values (`--model-path <MODEL_PATH>`) stay: any text is valid there."""
     if not cmd.placeholders:
         return list(cmd.sglang_args), ()
-    cat = load_catalogue(version)
     args, skipped = list(cmd.sglang_args), []
     i = 0
     while i < len(args):
@@ -133,8 +155,8 @@ def _without_typed_placeholders(cmd: LaunchCommand, version: str) -> tuple[list[
     return args, tuple(skipped)
 
 
-def _arch_from_config(cmd: LaunchCommand, version: str) -> tuple[str | None, str]:
-    path = _model_path(cmd, version)
+def _arch_from_config(cmd: LaunchCommand, cat: FlagCatalogue) -> tuple[str | None, str]:
+    path = _model_path(cmd, cat)
     if path is None:
         return None, "no --model-path in the command"
     if any(p in path for p in cmd.placeholders):
@@ -152,8 +174,7 @@ def _arch_from_config(cmd: LaunchCommand, version: str) -> tuple[str | None, str
     return str(archs[0]), config
 
 
-def _model_path(cmd: LaunchCommand, version: str) -> str | None:
-    cat = load_catalogue(version)
+def _model_path(cmd: LaunchCommand, cat: FlagCatalogue) -> str | None:
     args = list(cmd.sglang_args)
     for i, a in enumerate(args):
         name, eq, val = a.partition("=")
@@ -180,7 +201,7 @@ def render_human(report: FlagsReport) -> str:
     lines = [f"SGLang {res.version} · {' '.join(cmd.program)} · target {arch} ({report.arch_source})"]
     if res.catalogue is not None:
         pick = res.catalogue
-        how = f"{pick.source}, exact" if pick.exact else f"not exact: {pick.why}"
+        how = (pick.why if pick.source == "host" else f"{pick.source}, exact") if pick.exact else f"not exact: {pick.why}"
         lines.append(f"flags judged with catalogue {pick.version} ({_clean(how)})")
     if cmd.env:
         lines.append("env: " + " ".join(f"{k}={_clean(v)}" for k, v in cmd.env))

@@ -50,7 +50,8 @@ def to_json(done: Any) -> dict[str, Any]:
     out = dict(done.inspection.to_json())
     out["source"] = {"host": done.host, "pid": done.pid, "sglang_version": done.version,
                      "sglang_version_from": done.version_from, "hf_cache": done.hf_cache,
-                     "bytes_read": done.reader.bytes_read}
+                     "bytes_read": done.reader.bytes_read,
+                     "catalogue": done.catalogue.to_json() if getattr(done, "catalogue", None) else None}
     return out
 
 

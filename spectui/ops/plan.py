@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from spectui.core.launch.catalogue import pick_version
+from spectui.core.launch.catalogue import CataloguePick, FlagCatalogue, pick_version
 from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
 from spectui.core.launch.resolve import Resolution, resolve
 from spectui.errors import CommandParseError, UsageError
@@ -88,6 +88,7 @@ class RelaunchPlan:
     port: int  # the port the new server will listen on (health is probed there)
     new_env: Mapping[str, str]  # the server's environment with the env edits: what the new command gets
     env_changes: tuple[EnvChange, ...] = ()
+    catalogue: CataloguePick | None = None  # which flag catalogue judged the command (host's own / bundled)
 
     @property
     def needs_force(self) -> bool:
@@ -178,6 +179,7 @@ class RelaunchPlan:
                          for e in self.env_changes],
             "sglang_version": self.version,
             "version_note": self.version_note,
+            "catalogue": self.catalogue.to_json() if self.catalogue is not None else None,
             "verdict": self.resolution.outcome,
             "verdict_detail": self.verdict_line,
             "warnings": list(self.resolution.warnings),
@@ -266,15 +268,22 @@ def build_plan(
     taken_logs: Sequence[str] = (),
     model_arch: str | None = None,
     draft_arch: str | None = None,
+    catalogue: tuple[FlagCatalogue, CataloguePick] | None = None,
 ) -> RelaunchPlan:
-    """Everything relaunch will do, computed without touching the host."""
+    """Everything relaunch will do, computed without touching the host. `catalogue`: the flags to judge
+    with, from sources.hostflags_run (the host's own SGLang for a release spectui does not ship); None:
+    the bundled pick for `server_version`."""
     try:
         old = parse_command(list(server.argv))
     except CommandParseError as exc:
         raise UsageError(f"cannot read the server's command line (pid {server.pid}): {exc}") from None
     new = apply_edits(old, edits)
-    version, fallback = pick_version(server_version)
-    if server_version and not fallback:
+    version, fallback = pick_version(server_version) if catalogue is None else (catalogue[1].version, None)
+    host_cat = catalogue[0] if catalogue is not None and catalogue[1].source == "host" else None
+    pick = catalogue[1] if catalogue is not None else None
+    if pick is not None and (pick.source == "host" or not pick.exact):
+        note = f"the server reports {server_version}; {pick.why}" if server_version else pick.why
+    elif server_version and not fallback:
         note = f"the server reports {server_version}"
     elif server_version:
         note = f"the server reports {server_version}; {fallback}"
@@ -282,8 +291,10 @@ def build_plan(
         note = "server version unknown, newest bundled release used"
     new_env, env_changes = apply_env_edits(server.env, edits)
     kw: dict[str, Any] = {"model_arch": model_arch, "draft_arch": draft_arch}
-    resolution = resolve(list(resolvable_args(new)), version, entry=new.entry, env=new_env, **kw)
-    before = resolve(list(resolvable_args(old)), version, entry=old.entry, env=dict(server.env), **kw)
+    judged = _judged_version(server_version, host_cat.version) if host_cat is not None else version
+    kw["host_catalogue"] = host_cat
+    resolution = resolve(list(resolvable_args(new)), judged, entry=new.entry, env=new_env, **kw)
+    before = resolve(list(resolvable_args(old)), judged, entry=old.entry, env=dict(server.env), **kw)
     eff_changes: list[tuple[str, object, object]] = []
     if resolution.effective is not None and before.effective is not None:
         for dest in sorted(set(before.effective) | set(resolution.effective)):
@@ -295,7 +306,22 @@ def build_plan(
         host_name=host_name, server=server, old=old, new=new, changes=tuple(diff(old, new)),
         version=version, version_note=note, resolution=resolution, effective_changes=tuple(eff_changes),
         log_path=log, port=port_of(new, server.port), new_env=new_env, env_changes=env_changes,
+        catalogue=pick or resolution.catalogue,
     )
+
+
+def _judged_version(server_version: str | None, host_version: str) -> str:
+    """The release the host's catalogue judges as: what the server reports, else what the dump said."""
+    from spectui.core.versions import parse_version
+
+    for candidate in (server_version, host_version):
+        try:
+            if candidate:
+                parse_version(candidate.strip().removeprefix("v"))
+                return candidate
+        except ValueError:
+            continue
+    return pick_version(None)[0]
 
 
 def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:

@@ -38,14 +38,18 @@ async def prepare(
         if len(writers) == 1:
             pid = writers[0].pid
     server = await pick_server(host, pid)
+    from spectui.sources.hostflags_run import server_catalogue
+
     version = await _server_version(host, server)
+    catalogue = await server_catalogue(host, server, version)  # the host's own flags for a release not shipped
     taken = [server.log_path] if server.log_path else []
     now = now or datetime.now()
-    plan = build_plan(server, edits, host_name=host.name, now=now, server_version=version, taken_logs=taken)
+    kw: dict[str, Any] = {"host_name": host.name, "now": now, "server_version": version, "catalogue": catalogue}
+    plan = build_plan(server, edits, taken_logs=taken, **kw)
     # The new log must be a new file: step past names already on the host (two relaunches in a second).
     while await host.stat(plan.log_path) is not None:
         taken.append(plan.log_path)
-        plan = build_plan(server, edits, host_name=host.name, now=now, server_version=version, taken_logs=taken)
+        plan = build_plan(server, edits, taken_logs=taken, **kw)
     return plan
 
 

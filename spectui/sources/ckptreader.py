@@ -121,13 +121,14 @@ class LaunchInputs:
                 "topk": self.topk, "draft_tokens": self.draft_tokens, "sglang_version": self.version}
 
 
-def launch_inputs(launch: Any, version: str | None = None) -> LaunchInputs:
-    """From a launch command (text, argv or LaunchCommand; raises CommandParseError on bad text)."""
+def launch_inputs(launch: Any, version: str | None = None, host_catalogue: Any = None) -> LaunchInputs:
+    """From a launch command (text, argv or LaunchCommand; raises CommandParseError on bad text).
+    `host_catalogue`: the host's own SGLang flags (sources.hostflags_run) for a release not shipped."""
     from spectui.core.launch import parse_command
     from spectui.core.rules.config import ConfigContext
 
     cmd = parse_command(launch) if isinstance(launch, str | list | tuple) else launch
-    ctx = ConfigContext(launch=cmd, version=version)
+    ctx = ConfigContext(launch=cmd, version=version, host_catalogue=host_catalogue)
 
     def text(dest: str) -> str | None:
         v = ctx.in_effect(dest)
@@ -167,11 +168,13 @@ class ServerInspection:
     version_from: str  # "server_info", "given", "log", "newest bundled"
     hf_cache: str | None
     reader: Any
+    catalogue: Any = None  # core.launch.CataloguePick: which flags judged the server's command, and why
 
 
 async def inspect_server(host: Any, proc: Any, *, version: str | None = None,
-                         max_prompt_len: int | None = None) -> ServerInspection:
-    """Inspect the draft of the discovered server `proc` (sources.base.ServerProcess) on `host`."""
+                         max_prompt_len: int | None = None, host_flags: bool = True) -> ServerInspection:
+    """Inspect the draft of the discovered server `proc` (sources.base.ServerProcess) on `host`.
+    `host_flags`: for a release spectui does not ship, judge its command with the host's own SGLang flags."""
     from spectui.core.draft import inspect
 
     version_from = "given" if version else "newest bundled"
@@ -180,13 +183,19 @@ async def inspect_server(host: Any, proc: Any, *, version: str | None = None,
 
         version = await server_version(host, proc.port, proc.host_addr)
         version_from = "server_info" if version else version_from
-    inputs = launch_inputs(list(proc.argv), version)
+    pick = host_cat = None
+    if host_flags:
+        from spectui.sources.hostflags_run import server_catalogue
+
+        cat, pick = await server_catalogue(host, proc, version)
+        host_cat = cat if pick.source == "host" else None
+    inputs = launch_inputs(list(proc.argv), version, host_cat)
     hf = hf_cache_of(proc.env)
     reader = reader_for(host)
     kw = inputs.kwargs()
     kw["model"], kw["draft"] = _absolute(inputs.model, proc.cwd), _absolute(inputs.draft, proc.cwd)
     result = await inspect(reader, hf_cache=hf, max_prompt_len=max_prompt_len, **kw)
-    return ServerInspection(result, proc.pid, host.name, version, version_from, hf, reader)
+    return ServerInspection(result, proc.pid, host.name, version, version_from, hf, reader, pick)
 
 
 async def inspect_launch(host: Any, launch: Any, *, version: str | None = None, env: Mapping[str, str] | None = None,

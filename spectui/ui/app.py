@@ -44,6 +44,7 @@ class SpectuiApp(App[int]):
         self.session = session
         self.clock = clock
         self.cockpit = Cockpit(launch=session.launch, version=session.sglang_version, rules=rules,
+                               catalogue=getattr(session, "flag_catalogue", None),
                                **cockpit_baseline(session, baseline_tps, baseline_source))
         self.dashboard = DashboardScreen(session, self.cockpit, clock=clock, max_log_lines=max_log_lines)
 

@@ -62,18 +62,35 @@ def parse_dump(stdout: str) -> dict[str, Any]:
     raise HostFlagsError("no flag dump in the output (is SGLang installed for that Python?)")
 
 
+def needs_host(version: str | None) -> bool:
+    """Whether `version` calls for the host's own flags: spectui does not ship exactly that release (or the
+    release is unknown, and the host can say)."""
+    try:
+        pick = pick_catalogue(version)
+    except ValueError:
+        return True
+    return not (pick.exact and version)
+
+
+def cached_catalogue(host: str, version: str | None, cache: Path | None = None) -> FlagCatalogue | None:
+    """The cached dump of `host`'s SGLang `version`, or None (no version, no entry, a broken entry)."""
+    if not version:
+        return None
+    path = _cache_path(cache if cache is not None else cache_dir(), host, version)
+    try:
+        return catalogue_from_json(json.loads(path.read_text(encoding="utf-8")), version)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def read_host_catalogue(run: Run, python: str = "python", *, host: str = "local", version: str | None = None,
                         cache: Path | None = None) -> FlagCatalogue:
     """The host's SGLang flags. `version` (e.g. from /server_info) lets a cached dump answer without running
     anything. Raises HostFlagsError (any failure of `run` included)."""
     root = cache if cache is not None else cache_dir()
-    if version:
-        path = _cache_path(root, host, version)
-        if path.is_file():
-            try:
-                return catalogue_from_json(json.loads(path.read_text(encoding="utf-8")), version)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # a broken cache entry: dump again
+    hit = cached_catalogue(host, version, root)
+    if hit is not None:
+        return hit  # a broken cache entry is None: dumped again
     try:
         stdout = run([python, "-c", dump_script()])
     except Exception as exc:  # a failed ssh/subprocess is one reason among others to fall back

@@ -330,9 +330,11 @@ class LogParser:
             text, lo, hi = entry
             self.version_hints.add(f"text:{text[:40]}", lo, hi)
             # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (REFERENCE §2.1).
+            # Python logging's default "WARNING:sglang.srt…:" form (an embedding program configured
+            # logging) says nothing about the release: neither hint.
             if prefixed:
                 self.version_hints.add("resolution_warning_prefixed", (0, 5, 11), None, weak=True)
-            else:
+            elif logtexts.strip_logging_default(msg) == msg:
                 self.version_hints.add("resolution_warning_bare", None, (0, 5, 10))
             return "resolution"
         if level in ("WARNING", "WARN"):

@@ -41,13 +41,17 @@ def crude_requested(args: tuple[str, ...] | list[str]) -> dict[str, object]:
     return out
 
 
-def resolve_launch(launch: Any, version: str | None) -> Any:
+def resolve_launch(launch: Any, version: str | None, host_catalogue: Any = None) -> Any:
     """What SGLang `version` does with this launch, judged with its own catalogue when spectui ships it, else
-    the nearest one (None if it cannot tell)."""
+    the host's own flags when given (`host_catalogue`: sources.hostflags_run), else the nearest one (None if
+    it cannot tell)."""
     from spectui.core.launch.catalogue import pick_version
     from spectui.core.launch.resolve import resolve
 
     try:
+        if host_catalogue is not None:
+            return resolve(list(launch.sglang_args), version or host_catalogue.version, env=dict(launch.env),
+                           entry=launch.entry, host_catalogue=host_catalogue)
         bundled, _warning = pick_version(version)
         return resolve(list(launch.sglang_args), version or bundled, env=dict(launch.env), entry=launch.entry)
     except Exception:  # a resolver failure must never hide the log's own evidence
@@ -58,12 +62,12 @@ class ConfigContext:
     """Looks up config names for rule expressions (see rule_schema.CONFIG_NAMES)."""
 
     def __init__(self, *, launch: Any = None, resolution: Any = None, version: str | None = None,
-                 baseline_tps: float | None = None) -> None:
+                 baseline_tps: float | None = None, host_catalogue: Any = None) -> None:
         self.version = version
         self.baseline_given = baseline_tps
         self.baseline_measured: float | None = None
         if resolution is None and launch is not None:
-            resolution = resolve_launch(launch, version)
+            resolution = resolve_launch(launch, version, host_catalogue)
         self.resolution = resolution
         self.launch_known = launch is not None or resolution is not None
         self.env: dict[str, str] = dict(getattr(launch, "env", ()) or ())

@@ -74,7 +74,8 @@ class TabbedApp(SpectuiApp):
 
     def _new_tab(self, spec: TabSpec) -> Tab:
         s = spec.session
-        cockpit = Cockpit(launch=s.launch, version=s.sglang_version, rules=self._rules)
+        cockpit = Cockpit(launch=s.launch, version=s.sglang_version, rules=self._rules,
+                          catalogue=getattr(s, "flag_catalogue", None))
         if self._rules is None:
             self._rules = cockpit._rules  # rule files read once for every tab
         dash = TabDashboard(s, cockpit, clock=self.clock, max_log_lines=self.max_log_lines)
