@@ -52,9 +52,11 @@ def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | No
         if not launches or launches[-1][0].launch != s.launch:
             launches.append([])
         launches[-1].append(s)
-    head = Text(" phases ", "bold reverse", end="")
+    head = Text(end="")
+    head.append(" phases ", "bold reverse")  # a span, not the Text's base style (which + would spread)
     if not launches:
-        return head + Text(" (no start-up seen in this log yet)", "dim")
+        head.append("  (no start-up seen in this log yet)", "dim")
+        return head
     parts = [launch_text(group, now, last) for group in launches]
     shown: list[Text] = []
     room = max(10, width - len(head) - 2)
@@ -64,7 +66,8 @@ def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | No
             break
         shown.insert(0, part)
         room -= need
-    out = head + Text(" ")
+    out = head.copy()
+    out.append(" ")
     if len(shown) < len(parts):
         out.append("… ", "dim")
     for i, part in enumerate(shown):
