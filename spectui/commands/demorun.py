@@ -1,4 +1,5 @@
-"""The work behind `spectui demo --headless`: run the simulator, tail its log, print watch-style JSONL events."""
+"""The work behind `spectui demo --headless`: run the simulator, tail its log, print watch-style JSONL events
+(exit 1 when one of them is an error-severity diagnosis, as for watch)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,11 @@ class DemoRun:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sim_argv: list[str] = []  # the simulator's command line (SGLang's flags only), once started
         self.sim_env: dict[str, str] = {}  # its knobs: the SPECTUI_SIM_* variables of its environment
+        self.errors = 0  # error-severity diagnoses emitted: the exit code is 1 when there was one
 
     def _emit(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "diagnosis" and event.get("severity") == "error":
+            self.errors += 1
         self.out.write(json.dumps(event) + "\n")
         self.out.flush()
 
@@ -131,4 +135,5 @@ class DemoRun:
         if task.done() and not task.cancelled() and task.exception() is not None:
             print(f"spectui demo: following the log failed: {task.exception()}", file=sys.stderr)
             return 1
-        return 0
+        # Like watch and check: an error-severity diagnosis is exit 1 (docs/CONTRACTS.md, exit codes).
+        return 1 if self.errors else 0

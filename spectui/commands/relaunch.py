@@ -71,8 +71,10 @@ async def _run(args: argparse.Namespace) -> int:
         await host.connect()
     try:
         plan = await prepare(host, edits, pid=args.pid, log=target.path)
-        out = sys.stderr if args.json else sys.stdout
-        print(plan.render(own_pgids=own_pgids(host)), file=out)
+        # --json: stdout is the JSON alone; a dry run prints nothing else (the JSON holds the plan), a
+        # real run shows the plan on stderr (what is about to be confirmed) with its progress.
+        if not (args.json and args.dry_run):
+            print(plan.render(own_pgids=own_pgids(host)), file=sys.stderr if args.json else sys.stdout)
         if args.dry_run or args.read_only:
             if args.json:
                 print(json.dumps({**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,42 @@ class FlagChangeRecord(BaseModel):
     new: str | None
 
 
+class EnvChangeRecord(BaseModel):
+    """One variable of the server's environment a relaunch changed; secret values (HF_TOKEN …) masked."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    name: str
+    old: str | None
+    new: str | None
+
+
+def _secret_flag(flag: str) -> bool:
+    from spectui.core.secrets import SECRET_WORDS
+
+    return flag.lstrip("-").upper().split("-")[-1] in SECRET_WORDS
+
+
+def masked_flag_value(flag: str, value: str | None) -> str | None:
+    """A flag's value for display and history: `--api-key`'s (and every secret-looking flag's) masked."""
+    return "***" if value not in (None, "") and _secret_flag(flag) else value
+
+
+def masked_diff(changes: Iterable[Any]) -> list[dict[str, str | None]]:
+    """Flag changes (core.launch FlagChange) as history rows, secret values masked."""
+    return [{"flag": c.flag, "old": masked_flag_value(c.flag, c.old), "new": masked_flag_value(c.flag, c.new)}
+            for c in changes]
+
+
+def masked_env_diff(changes: Iterable[Any]) -> list[dict[str, str | None]]:
+    """Environment changes (ops.plan EnvChange) as history rows, secret values masked."""
+    from spectui.core.secrets import redact_env
+
+    def one(name: str, v: str | None) -> str | None:
+        return None if v is None else redact_env({name: v})[name]
+
+    return [{"name": e.name, "old": one(e.name, e.old), "new": one(e.name, e.new)} for e in changes]
+
+
 class LaunchRecord(BaseModel):
     """One launch as the history screen shows it. Unknown keys from newer versions are ignored."""
 
@@ -48,6 +84,7 @@ class LaunchRecord(BaseModel):
     old_command: str | None = None
     command: str  # the edited command that was launched (shlex-quoted)
     diff: list[FlagChangeRecord] = []
+    env_diff: list[EnvChangeRecord] = []  # the environment edits (--set-env / --unset-env), masked
     sglang_version: str | None = None  # bundled version used for the pre-flight verdict
     verdict: str | None = None  # "ok" / "error" / "argparse_error"
     forced: bool = False
@@ -60,6 +97,13 @@ class LaunchRecord(BaseModel):
     gen_tokens_per_s: float | None = None
     diagnoses: list[str] = []  # "RULE: title" of what the rules said about a failed launch
     ended: str | None = None
+
+    def changes_summary(self) -> str:
+        """Flag and environment changes in one line ("–" when it was a plain restart)."""
+        parts = [f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in self.diff]
+        parts += [f"env {e.name} {e.old if e.old is not None else '∅'}→{e.new if e.new is not None else '∅'}"
+                  for e in self.env_diff]
+        return ", ".join(parts) or "–"
 
 
 def now_iso() -> str:

@@ -61,6 +61,7 @@ class Attempt:
     diagnoses: tuple[Any, ...] = ()
     accept_len: float | None = None
     gen_tokens_per_s: float | None = None
+    cause: Any = None  # the diagnosis that ended a failed start (core.rules Diagnosis), when one did
 
     def to_json(self) -> dict[str, Any]:
         return {"pid": self.pid, "log": self.log, "healthy": self.healthy, "error": self.error,

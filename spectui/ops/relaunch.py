@@ -1,16 +1,29 @@
 """The relaunch engine: find the server and plan (prepare), then stop its process group, start the edited
 command detached, wait for health, roll back on failure and record history (execute). Progress goes to a
-callback so the CLI prints it and the TUI's relaunch screen shows it."""
+callback so the CLI prints it and the TUI's relaunch screen shows it.
+
+One relaunch per server at a time: `execute` holds a lock for the host + server (this process: a
+registry; other spectui processes: an flock beside the history file) from its first check to its last
+record, and refuses a second execute with a clear message, changing nothing. The history record is
+never left "running": any exception or cancellation after it is written finalizes it as failed with
+the reason."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from spectui.errors import RelaunchError
-from spectui.ops.history import HistoryStore, LaunchRecord, now_iso
+from spectui.ops.history import HistoryStore, LaunchRecord, masked_diff, masked_env_diff, now_iso
 from spectui.ops.hostcmds import display_argv
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.plan import Edits, RelaunchPlan, build_plan
@@ -18,7 +31,53 @@ from spectui.ops.runner import Runner
 
 __all__ = ["Attempt", "Progress", "RelaunchOptions", "RelaunchResult", "Step"]
 
+_HELD: dict[tuple[str, str], str] = {}  # (host, server key) -> what holds it, for the refusal message
+_HELD_GUARD = threading.Lock()
 
+
+def _server_key(plan: RelaunchPlan) -> str:
+    """The server a relaunch acts on: its port when known (the old and the new server share it), else its pid."""
+    s = plan.server
+    return f"port-{s.port}" if s.port else f"pid-{s.pid}"
+
+
+@contextlib.contextmanager
+def relaunch_lock(plan: RelaunchPlan, lock_dir: Path) -> Iterator[None]:
+    """Hold the host + server for one relaunch, or raise RelaunchError (nothing changed) when another
+    relaunch of it runs in this process or in another spectui process on this machine."""
+    key = (plan.host_name, _server_key(plan))
+    what = f"a relaunch of pid {plan.server.pid} on {plan.host_name}"
+    with _HELD_GUARD:
+        if key in _HELD:
+            raise RelaunchError(f"{_HELD[key]} is already running; this second relaunch was refused and nothing "
+                                "was changed — wait for the first to finish, then relaunch again")
+        _HELD[key] = what
+    fh = None
+    try:
+        with contextlib.suppress(OSError):  # no writable state dir: the in-process registry still holds
+            lock_dir.mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{key[0]}-{key[1]}") + ".lock"
+            fh = open(lock_dir / name, "a+")  # noqa: SIM115 - held for the whole relaunch
+        if fh is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                fh = None
+                raise RelaunchError(f"{what} is already running in another spectui process (lock "
+                                    f"{lock_dir / name}); this relaunch was refused and nothing was changed — "
+                                    "wait for it to finish, then relaunch again") from None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+        yield
+    finally:
+        if fh is not None:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+        with _HELD_GUARD:
+            _HELD.pop(key, None)
 
 
 async def prepare(
@@ -69,16 +128,25 @@ async def execute(
     history: HistoryStore | None = None,
     rules_dirs: Sequence[Any] = (),
 ) -> RelaunchResult:
-    """Carry out the plan. Raises RelaunchError (host unchanged) when a check before the stop fails;
-    after the stop, every failure ends in a RelaunchResult saying what runs now."""
+    """Carry out the plan. Raises RelaunchError (host unchanged) when a check before the stop fails or
+    another relaunch of the same server is running; after the stop, every failure ends in a
+    RelaunchResult saying what runs now."""
+    store = history or HistoryStore()
+    with relaunch_lock(plan, store.path.parent / "locks"):
+        return await _execute_locked(host, plan, options, on_progress, store, rules_dirs)
+
+
+async def _execute_locked(host: Any, plan: RelaunchPlan, options: RelaunchOptions | None,
+                          on_progress: Callable[[Progress], None] | None, store: HistoryStore,
+                          rules_dirs: Sequence[Any]) -> RelaunchResult:
     runner = Runner(host, plan, options or RelaunchOptions(), on_progress, rules_dirs)
     await runner.preflight()
-    store = history or HistoryStore()
     launch_id = uuid.uuid4().hex[:12]
     store.append(LaunchRecord(
         id=launch_id, time=now_iso(), host=plan.host_name, old_pid=plan.server.pid,
         old_command=display_argv(plan.old.argv), command=display_argv(plan.new.argv),
-        diff=[{"flag": c.flag, "old": c.old, "new": c.new} for c in plan.changes],  # type: ignore[misc]
+        diff=masked_diff(plan.changes),  # type: ignore[arg-type]
+        env_diff=masked_env_diff(plan.env_changes),  # type: ignore[arg-type]
         sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
         log=plan.log_path,
     ))
@@ -86,6 +154,10 @@ async def execute(
         result = await runner.run()
     except RelaunchError as exc:  # refused at the stop itself: the old server runs untouched
         store.update(launch_id, outcome="failed", error=str(exc), ended=now_iso())
+        raise
+    except (Exception, asyncio.CancelledError) as exc:  # never leave the record "running"
+        store.update(launch_id, outcome="failed", error=_interrupted(runner, exc),
+                     new_pid=runner.started_pid, ended=now_iso())
         raise
     store.update(
         launch_id, new_pid=result.new.pid, outcome=_outcome(result), error=result.new.error,
@@ -95,6 +167,20 @@ async def execute(
         diagnoses=[f"{d.rule}: {d.title}" for d in result.new.diagnoses], ended=now_iso(),
     )
     return RelaunchResult(plan, result.new, result.rollback, result.message, launch_id, result.steps)
+
+
+def _interrupted(runner: Runner, exc: BaseException) -> str:
+    """The history's reason for a relaunch that ended by an exception or a cancellation half-way."""
+    how = "cancelled" if isinstance(exc, asyncio.CancelledError) else f"interrupted by an error ({type(exc).__name__}: {exc})"
+    last = runner.steps[-1] if runner.steps else None
+    during = f" while {last.step.value.replace('_', ' ')}" + (" (rollback)" if last.rollback else "") if last else ""
+    if runner.started_pid is not None:
+        state = f"the new server was started as pid {runner.started_pid}; its health is unknown"
+    elif any(p.step.value == "stopping" for p in runner.steps):
+        state = f"the old server (pid {runner.plan.server.pid}) may be stopped and nothing started"
+    else:
+        state = "the old server was not stopped"
+    return f"relaunch {how}{during}: {state} — check the host with `spectui connect {runner.plan.host_name}`"
 
 
 def _outcome(result: RelaunchResult) -> str:

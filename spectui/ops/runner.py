@@ -11,7 +11,7 @@ from typing import Any
 from spectui.errors import HostError, RelaunchError, RulesError
 from spectui.ops import procs
 from spectui.ops.health import HealthOutcome, LaunchWatcher
-from spectui.ops.hostcmds import ProcEntry, check_pgid
+from spectui.ops.hostcmds import ProcEntry, check_pgid, display_argv
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.plan import RelaunchPlan, new_log_path
 
@@ -80,7 +80,7 @@ class Runner:
                 "check its log, start it again, then relaunch")
         if tuple(cmdline) != tuple(s.argv):
             raise RelaunchError(f"pid {s.pid} on {name} is no longer the server that was found (it now runs "
-                                f"{' '.join(cmdline)[:80]!r}); nothing was changed — run relaunch again")
+                                f"{display_argv(cmdline)[:80]!r}); nothing was changed — run relaunch again")
         all_procs = await procs.list_procs(self.host)
         foreign = procs.foreign_members(all_procs, s.pgid, s.pid)
         if foreign and not self.opt.force:
@@ -238,10 +238,10 @@ class Runner:
                 "exited": "the server exited during start-up",
                 "timeout": f"not healthy after {timeout:g} s (phase {out.phase})",
             }.get(out.reason, out.reason)
-            cause = _cause(out.diagnoses)
-            if cause is not None:
-                error += f" — {cause.rule}: {cause.title}"
-        return Attempt(pid, log, out.healthy, error, out.diagnoses, out.accept_len, out.gen_tokens_per_s)
+        cause = None if out.healthy else _cause(out.diagnoses)
+        if cause is not None and error is not None and cause.rule not in error:
+            error += f" — {cause.rule}: {cause.title}"
+        return Attempt(pid, log, out.healthy, error, out.diagnoses, out.accept_len, out.gen_tokens_per_s, cause)
 
     def _phase(self, phase: str, pid: int, rollback: bool) -> None:
         step = _PHASE_STEPS.get(phase)

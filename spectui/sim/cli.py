@@ -65,7 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         _err(f"spectui.sim: error: {label_of('--sim-sglang-version', os.environ, argv)}: {exc}")
         return 2
-    if fallback:
+    if fallback and sys.stderr.isatty():
+        # A notice of the simulator's, not SGLang's: said on a terminal, never written into the log the
+        # simulator presents as SGLang's (`> server.log 2>&1`), which must read like SGLang's own.
         _err(f"spectui.sim: {fallback}")
     fmt = LogFormat(version)
     if fmt.v >= (0, 5, 10):

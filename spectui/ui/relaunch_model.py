@@ -52,6 +52,7 @@ class Draft:
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     env: str = ""  # the environment line: NAME=VALUE words, secret values masked
     env_base: Mapping[str, str] = field(default_factory=dict)  # the shown variables' real values
+    other_secrets: Mapping[str, str] = field(default_factory=dict)  # masked flag (--api-key) -> real value
 
     def with_fix(self, fix: Any) -> Draft:
         """Apply a core.rules.Fix: speculative flags go to their fields, anything else to the raw line."""
@@ -145,7 +146,58 @@ def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] |
     rest = cmd
     for f in SPEC_FIELDS:
         rest = unset_flag(rest, f.flag)
-    return Draft(values, shlex.join(rest.args), choices, env_line(base), base)
+    line, secrets = mask_args(rest.args)
+    return Draft(values, line, choices, env_line(base), base, secrets)
+
+
+def secret_flag(word: str) -> bool:
+    """`--api-key`, `--admin-api-key`, `--hf-token` … (core.secrets' rule: the flag's last word)."""
+    from spectui.core.secrets import SECRET_WORDS
+
+    return word.startswith("--") and word.split("=", 1)[0].upper().split("-")[-1] in SECRET_WORDS
+
+
+def mask_args(args: tuple[str, ...] | list[str]) -> tuple[str, dict[str, str]]:
+    """The args as a shell line with secret flags' values masked exactly as the CLI and the history show
+    them (core.secrets.display_argv), and those values by flag, to put back unless edited."""
+    from spectui.core.secrets import display_argv
+
+    secrets: dict[str, str] = {}
+    for i, word in enumerate(args):
+        if secret_flag(word) and "=" in word:
+            flag, _, value = word.partition("=")
+            secrets[flag] = value
+        elif i and secret_flag(args[i - 1]) and "=" not in args[i - 1] and not word.startswith("--"):
+            secrets[args[i - 1]] = word
+    return display_argv(list(args)), secrets
+
+
+def unmask_args(words: list[str], secrets: Mapping[str, str]) -> list[str]:
+    """The edited words with masked values left as shown (`***`) replaced by the real ones."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if eq and value == "***" and flag in secrets and secret_flag(flag):
+            word = f"{flag}={secrets[flag]}"
+        elif word == "***" and i and words[i - 1] in secrets:
+            word = secrets[words[i - 1]]
+        out.append(word)
+    return out
+
+
+def secret_values(draft: Draft) -> list[str]:
+    """Every secret value the screen knows (flags and environment): never to be shown."""
+    from spectui.core.secrets import redact_env
+
+    env = [v for k, v in draft.env_base.items() if v and redact_env({k: v})[k] != v]
+    return [v for v in (*draft.other_secrets.values(), *env) if len(v) >= 3]
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """`text` (an error, a log line as evidence) with every known secret value replaced by ***."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
 
 
 @dataclass(frozen=True)
@@ -163,7 +215,7 @@ def build_command(original: Any, draft: Draft) -> Any:
     from spectui.core.launch.command import LaunchCommand, set_flag
 
     try:
-        args = tuple(shlex.split(draft.other))
+        args = tuple(unmask_args(shlex.split(draft.other), draft.other_secrets))
     except ValueError as exc:
         raise ValueError(f"other flags: cannot split this line ({exc}); check the quotes") from None
     try:
@@ -185,6 +237,7 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     from spectui.core.launch.catalogue import pick_version
     from spectui.core.launch.command import diff
     from spectui.core.launch.resolve import resolve
+    from spectui.core.secrets import display_argv
     from spectui.ops.plan import resolvable_args
 
     t = Text()
@@ -198,7 +251,7 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     t.append("changes\n", "bold underline")
     if not changes and not env_changes:
         t.append("  none (a plain restart)\n", "dim")
-    rows = [(c.flag, _show(c.old), _show(c.new)) for c in changes]
+    rows = [(c.flag, _show(_masked(c.flag, c.old)), _show(_masked(c.flag, c.new))) for c in changes]
     rows += [(f"env {name}", _show_env(name, old), _show_env(name, new)) for name, old, new in env_changes]
     for name, before, after in rows:
         t.append(f"  {name}  ", "bold")
@@ -234,8 +287,12 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
         t.append("  warning: ", "yellow")
         t.append(f"{w}\n")
     t.append("command  ", "bold")
-    t.append(shlex.join(cmd.argv) + "\n", "dim")
+    t.append(display_argv(cmd.argv) + "\n", "dim")  # secrets masked as the CLI and the history show them
     return Evaluation(t, res.outcome == "ok", cmd, changes, res)
+
+
+def _masked(flag: str, value: str | None) -> str | None:
+    return "***" if value and secret_flag(flag) else value
 
 
 def _show(value: str | None) -> str:

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,8 +81,10 @@ def test_ctrl_c_stops_the_simulator_too(tmp_path: Path) -> None:
 def test_failing_launch_ends_the_demo_by_itself(tmp_path: Path, scenario: str, exc_type: str | None) -> None:
     res = subprocess.run([*DEMO, "--scenario", scenario, "--log", str(tmp_path / "demo.log")],
                          capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
     events = _events(res.stdout)
+    # An error-severity diagnosis was printed: exit 1, as for watch (docs/CONTRACTS.md).
+    assert any(e["type"] == "diagnosis" and e["severity"] == "error" for e in events), res.stdout[-2000:]
+    assert res.returncode == 1, res.stderr
     assert {"type": "phase", "phase": "crashed"} in events
     assert not any(e["type"] == "decode" for e in events)
     assert _group_gone(_sim_pid(res.stderr))
@@ -98,7 +101,7 @@ def test_demo_lists_scenarios_and_rejects_bad_input() -> None:
 def test_silent_override_demo_diagnoses_the_seed(tmp_path: Path) -> None:
     res = subprocess.run([*DEMO, "--scenario", "silent-override", "--duration", "4", "--time-scale", "40",
                           "--log", str(tmp_path / "demo.log")], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr  # SPEC026 below is an error: exit 1
     events = _events(res.stdout)
     found = [e for e in events if e["type"] == "diagnosis" and e["category"] == "silent-override"
              and e["severity"] in ("error", "warning")]
@@ -115,3 +118,40 @@ def test_silent_override_demo_diagnoses_the_seed(tmp_path: Path) -> None:
     assert "the 90.0 tok/s baseline" in slow[-1]["message"]
     tps = sum(e["gen_tokens_per_s"] for e in decodes) / len(decodes)
     assert 60 < tps < 0.95 * 90
+
+
+def _demo_logs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("spectui-demo-*.log")}
+
+
+def test_the_demos_own_temp_log_is_removed_unless_kept(tmp_path: Path) -> None:
+    before = _demo_logs()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # mkstemp's folder: only this test's files are counted
+    res = subprocess.run([*DEMO, "--duration", "2", "--time-scale", "40"], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"log (\S+/spectui-demo-healthy-\S+\.log)", res.stderr), res.stderr
+    assert list(tmp_path.glob("spectui-demo-*.log")) == [] and "log kept" not in res.stderr
+    kept = subprocess.run([*DEMO, "--duration", "2", "--time-scale", "40", "--keep-log"], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert kept.returncode == 0, kept.stderr
+    (path,) = tmp_path.glob("spectui-demo-*.log")
+    assert f"spectui demo: log kept at {path}" in kept.stderr and path.stat().st_size > 0
+    assert _demo_logs() == before  # nothing left in the usual temp folder either
+    # A log the user named is theirs: kept, and said where.
+    mine = tmp_path / "mine.log"
+    named = subprocess.run([*DEMO, "--duration", "2", "--time-scale", "40", "--log", str(mine)],
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert named.returncode == 0 and mine.stat().st_size > 0 and f"log kept at {mine}" in named.stderr
+
+
+def test_the_simulators_log_holds_no_line_of_its_own(tmp_path: Path) -> None:
+    # An inexact version makes the simulator note which release it emulates: on a terminal only, never in
+    # the log it presents as SGLang's.
+    log = tmp_path / "demo.log"
+    res = subprocess.run([*DEMO, "--duration", "2", "--time-scale", "40", "--sglang-version", "0.5.6.post9",
+                          "--log", str(log)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = log.read_text()
+    assert "The server is fired up and ready to roll!" in text
+    assert "spectui" not in text.lower(), [line for line in text.splitlines() if "spectui" in line.lower()]

@@ -4,23 +4,28 @@ NAME=VALUE words (secret values masked, kept unless edited); live diff and verdi
 Every keystroke rebuilds the edited LaunchCommand, diffs it against the running one and asks
 core.resolve what SGLang would do with it (warnings, effective values, errors) — all pure and fast.
 Confirm (press Relaunch twice) hands the command to ops.relaunch in a worker and shows its progress.
+
+One transaction: while it runs, confirm is disabled and the screen cannot be closed (closing would cancel
+the worker half-way); a failure is shown here — the reason, the diagnosis that ended it (rule, title,
+evidence line), every rollback step, what runs now — and disarms confirm: a fresh confirmation plans
+again from the server that runs now. Secrets (`--api-key`, HF_TOKEN …) are masked as the CLI shows them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, evaluate, split_command
+from spectui.ui.widgets.prediction import Prediction
 
 
 class RelaunchScreen(ModalScreen[None]):
@@ -39,7 +44,8 @@ class RelaunchScreen(ModalScreen[None]):
     RelaunchScreen .row Select:focus > SelectCurrent { background: $primary 35%; }
     RelaunchScreen #verdict { height: auto; margin-top: 1; }
     RelaunchScreen #bottom { height: auto; }
-    RelaunchScreen #progress { height: auto; max-height: 8; }
+    RelaunchScreen #progress-box { height: auto; max-height: 40vh; }
+    RelaunchScreen #progress { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     RelaunchScreen #buttons { height: 3; }
     RelaunchScreen #go { width: auto; }
     RelaunchScreen #keys { padding: 1 2; color: $text-muted; }
@@ -58,6 +64,8 @@ class RelaunchScreen(ModalScreen[None]):
         self.armed = False
         self.running = False
         self.result: Any = None
+        self.error: BaseException | None = None  # what stopped the last relaunch before a result
+        self._steps: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         title = f"relaunch · {self.session.label}"
@@ -96,8 +104,12 @@ class RelaunchScreen(ModalScreen[None]):
                     yield Input(value=self.draft.env, placeholder="NAME=VALUE … (the rest of the server's "
                                 "environment is kept as it is)", id="env")
                 yield Static(id="verdict")
+                yield Prediction(id="prediction")  # the advisor's predicted effect of the edit
             with Vertical(id="bottom"):
-                yield Static(id="progress")  # beside the buttons: visible while the relaunch runs
+                # Beside the buttons: the steps while the relaunch runs, then a failure's reason and rollback
+                # (scrolls when a long rollback does not fit).
+                with ScrollableContainer(id="progress-box"):
+                    yield Static(id="progress")
                 with Horizontal(id="buttons"):
                     yield Button("Relaunch", id="go", variant="warning",
                                  disabled=self.session.read_only or self.original is None)
@@ -130,6 +142,8 @@ class RelaunchScreen(ModalScreen[None]):
         self.draft = self._current_draft()
         self.evaluation = evaluate(self.original, self.draft, self.version)
         self.query_one("#verdict", Static).update(self.evaluation.text)
+        self.query_one("#prediction", Prediction).show_for(self.original, self.version, self.evaluation,
+                                                           self.cockpit)
         go = self.query_one("#go", Button)
         go.label = "Confirm: stop and relaunch" if self.armed else "Relaunch"
         blocked = self.session.read_only or self.original is None or self.running
@@ -138,12 +152,20 @@ class RelaunchScreen(ModalScreen[None]):
     # ---- confirm -----------------------------------------------------------------------------------
 
     @on(Button.Pressed, "#cancel")
-    def _cancel(self) -> None:
-        self.dismiss()
+    async def _cancel(self) -> None:
+        await self.action_dismiss()
+
+    async def action_dismiss(self, result: Any = None) -> None:
+        if self.running:  # closing would cancel the worker half-way through the transaction
+            self.notify("a relaunch is running: wait for it to end (the steps are shown here)", severity="warning")
+            return
+        self.dismiss(result)
 
     @on(Button.Pressed, "#go")
     def action_confirm(self) -> None:
         if self.session.read_only or self.original is None or self.running:
+            if self.running:
+                self.notify("a relaunch is already running: this confirmation was ignored", severity="warning")
             return
         if not self.evaluation.launchable:
             self.notify("fix the errors shown first", severity="error")
@@ -154,58 +176,73 @@ class RelaunchScreen(ModalScreen[None]):
             self.notify(f"press Relaunch again to stop pid {self.session.pid} and start the edited command",
                         severity="warning")
             return
+        # Set before the worker starts, in this same call: a second confirmation (a key repeat, a click
+        # and ctrl+s) finds it set and starts nothing.
         self.running = True
+        self.armed = False
+        self.result, self.error, self._steps = None, None, []
         self._update()
         self.run_relaunch(self.evaluation.command)
+
+    def _secrets(self) -> list[str]:
+        from spectui.ui.relaunch_model import secret_values
+
+        return secret_values(self.draft)
 
     def _progress(self, step: str, detail: str = "") -> None:
         """Called by ops.relaunch (possibly from a thread) for each step."""
         def show() -> None:
-            box = self.query_one("#progress", Static)
-            self._steps = getattr(self, "_steps", Text())
-            self._steps.append(f"• {step}", "bold")
-            if detail:
-                self._steps.append(f"  {detail}", "dim")
-            self._steps.append("\n")
-            box.update(self._steps)
+            from spectui.ui.relaunch_outcome import live_text
+
+            self._steps.append((step, detail))
+            self.query_one("#progress", Static).update(live_text(self._steps, self._secrets()))
 
         try:
             self.app.call_from_thread(show)
         except RuntimeError:
             show()
 
-    @work(exclusive=True, group="relaunch")
+    # Not exclusive: an exclusive worker cancels the one running, which would stop the old server and
+    # never start the new one. `running` keeps it to one.
+    @work(group="relaunch")
     async def run_relaunch(self, command: Any) -> None:
         from spectui.ui.messages import RelaunchFinished
         from spectui.ui.relaunch_model import result_log, run_ops_relaunch
+        from spectui.ui.relaunch_outcome import failure_text, refused_text
 
         try:
             result = await run_ops_relaunch(self.session, command, progress=self._progress,
                                             env_base=self.draft.env_base)
         except Exception as exc:  # noqa: BLE001 - shown to the operator, one line
-            self.running = False
-            self._progress("failed", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            self.notify(f"relaunch failed: {exc}", severity="error", timeout=10, markup=False)
+            self.running, self.armed, self.error = False, False, exc
+            self.query_one("#progress", Static).update(refused_text(exc, self._secrets()))
+            self.notify("relaunch failed: see the reason above the buttons", severity="error", timeout=10)
             self._update()
             return
-        self.running = False
+        self.running, self.armed = False, False
         self.result = result
         healthy = bool(getattr(result, "healthy", False))
         rolled = bool(getattr(result, "rolled_back", False))
         log = result_log(result)
-        self._progress("healthy" if healthy else ("rolled back to the previous command" if rolled else "failed"),
-                       f"now following {log}" if log else str(getattr(result, "message", "")))
         if log:
             self.app.dashboard.post_message(  # type: ignore[attr-defined]
                 RelaunchFinished(result, log_path=log, launch=command if healthy else self.original,
                                  healthy=healthy))
         if healthy:
+            self._progress("healthy", f"now following {log}")
             self.notify("relaunched: following the new log", timeout=6)
             self.dismiss()
-        else:
-            self.notify("relaunch failed" + (": the previous command runs again" if rolled else ""),
-                        severity="error", timeout=10)
-            self._update()
+            return
+        # What runs now is the rollback (or nothing): the next confirmation plans from it.
+        rollback = getattr(result, "rollback", None)
+        if rolled and rollback is not None:
+            self.session.current_pid = rollback.pid
+        self.query_one("#progress", Static).update(failure_text(result, self._secrets()))
+        self.notify("relaunch failed" + (": the previous command runs again" if rolled else ""),
+                    severity="error", timeout=10)
+        self._update()
 
     def shlex_preview(self) -> str:
-        return shlex.join(self.evaluation.command.argv) if self.evaluation.command else ""
+        from spectui.core.secrets import display_argv
+
+        return display_argv(self.evaluation.command.argv) if self.evaluation.command else ""
