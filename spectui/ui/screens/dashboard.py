@@ -279,6 +279,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
     async def switch_log(self, path: str, *, launch: Any = None, marker: str | None = None) -> None:
         """Follow a new log (after a relaunch): plots keep the old launch behind a boundary."""
         log = self.query_one(LogView)
+        self.switching_to = path  # a successor found and this cockpit's own relaunch may both land here
         self.workers.cancel_group(self, "tail")
         while self._pending or self.processing:  # the old log's last lines belong to the old pipeline
             self.flush()
@@ -366,7 +367,8 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
             self.session.current_pid = attempt.pid
         if event.launch is not None:
             self.session.launch = event.launch
-        if event.log_path and event.log_path != self.log_path:  # not already followed as the successor
+        if event.log_path and event.log_path not in (self.log_path, getattr(self, "switching_to", None)):
+            # (not when already followed as the successor)
             await self.switch_log(event.log_path, launch=event.launch)
 
     @on(DiagnosesPanel.FixRequested)

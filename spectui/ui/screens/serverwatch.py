@@ -120,6 +120,8 @@ class ServerWatch:
         from spectui.core.launch.command import parse_command
 
         s: Any = self.session  # type: ignore[attr-defined]
+        if succ.log_path in (self.log_path, getattr(self, "switching_to", None)) and s.pid == succ.pid:  # type: ignore[attr-defined]
+            return  # this cockpit's own relaunch landed there first (RelaunchFinished)
         launch = None
         with contextlib.suppress(Exception):
             launch = parse_command(list(succ.argv))
