@@ -169,12 +169,14 @@ async def _with_health(events: AsyncIterator[dict[str, Any]], host: Any, proc: A
 
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
     done = object()
+    started = asyncio.Event()  # health events come after the log's first (connection) event
 
     async def log_side() -> None:
         try:
             async for ev in events:
                 act.see(ev)
                 await queue.put(ev)
+                started.set()
         except Exception as exc:  # raised in the consumer
             await queue.put(exc)
         await queue.put(done)
@@ -183,6 +185,7 @@ async def _with_health(events: AsyncIterator[dict[str, Any]], host: Any, proc: A
         last = None
         monitor = LivenessMonitor(host, proc.pid, proc.port, proc.host_addr or "127.0.0.1", activity=act.activity)
         async for verdict in monitor.rounds():
+            await started.wait()
             if verdict is not None and verdict.key != last:
                 last = verdict.key
                 await queue.put(verdict.to_event())

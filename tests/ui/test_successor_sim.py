@@ -71,7 +71,7 @@ async def test_a_relaunch_by_the_cli_is_followed_to_the_new_pid_and_log(tmp_path
                            and "serving" in dash.query_one(PhaseTimelineBar).plain.split("#2")[1], pilot)
             line = dash.query_one(PhaseTimelineBar).plain
             first, second = line.split("#2")
-            assert "#1" in first and "stopped" in first and "serving" in first, line
+            assert "#1" in first and "stopped" in first and "serving" in first, line  # whole, or in short
             assert "loading" in second and "CUDA graphs" in second, line
             steps = dash.cockpit.timeline.steps
             assert {s.launch for s in steps} == {1, 2}

@@ -45,6 +45,22 @@ def launch_text(steps: Sequence[Step], now: float, last: tuple[float, int | None
     return t
 
 
+def compact_text(steps: Sequence[Step], now: float, last: tuple[float, int | None] | None) -> Text:
+    """An older launch in short: start-up time, serving time, how it ended."""
+    t = Text(no_wrap=True, end="")
+    t.append(f"#{steps[0].launch} ", "bold")
+    startup = sum(s.duration(now, last) for s in steps if s.name not in ("serving", "crashed", "stopped"))
+    t.append(f"start-up {format_duration(startup)}")
+    for s in steps:
+        if s.name == "serving":
+            t.append(" › ", "dim")
+            t.append(f"serving {format_duration(s.duration(now, last))}", STEP_STYLES["serving"])
+        elif s.final:
+            t.append(" › ", "dim")
+            t.append(s.label, STEP_STYLES[s.name])
+    return t
+
+
 def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | None] | None, width: int) -> Text:
     """The line for `width` cells: the newest launches that fit."""
     launches: list[list[Step]] = []
@@ -60,10 +76,13 @@ def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | No
     parts = [launch_text(group, now, last) for group in launches]
     shown: list[Text] = []
     room = max(10, width - len(head) - 2)
-    for part in reversed(parts):
+    for group, part in zip(reversed(launches), reversed(parts), strict=True):
         need = len(part) + (3 if shown else 0)
         if shown and need > room:
-            break
+            part = compact_text(group, now, last)  # an older launch that does not fit whole: in short
+            need = len(part) + 3
+            if need > room:
+                break
         shown.insert(0, part)
         room -= need
     out = head.copy()
