@@ -87,7 +87,8 @@ def served(tmp_path):
 
 def test_without_the_token_every_request_is_refused(served) -> None:
     url, base, token, _proc, _log = served
-    for path in ("/", "/ws", "/static/js/textual.js", "/download/x", f"/?token={token[:-1]}{'y' if token.endswith('x') else 'x'}"):
+    wrong = token[:-1] + ("y" if token.endswith("x") else "x")
+    for path in ("/", "/ws", "/static/js/textual.js", "/download/x", f"/?token={wrong}"):
         r = httpx.get(base + path, timeout=10)
         assert r.status_code == 403, (path, r.status_code)
         assert token not in r.text
