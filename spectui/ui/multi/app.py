@@ -17,10 +17,12 @@ from textual.screen import Screen
 
 from spectui.ui.app import SpectuiApp
 from spectui.ui.controller import Cockpit
+from spectui.ui.multi.background import HIDDEN_FLUSH_INTERVAL, BackgroundParse
 from spectui.ui.multi.tab import Tab, TabDashboard
 from spectui.ui.session import Session
 
 SUMMARY_INTERVAL = 1.0  # seconds between summary-strip refreshes (values unchanged: no repaint)
+TICK_INTERVAL = 1.0  # the one app timer: every tab's 1 s tick, the hidden tabs' parse round, the strip
 
 
 @dataclass
@@ -56,6 +58,7 @@ class TabbedApp(SpectuiApp):
         self.tabs: list[Tab] = []
         self.active = 0
         self._tab_ids = 0
+        self.background = BackgroundParse()
         for spec in specs:
             self._new_tab(spec)
 
@@ -79,6 +82,7 @@ class TabbedApp(SpectuiApp):
         if self._rules is None:
             self._rules = cockpit._rules  # rule files read once for every tab
         dash = TabDashboard(s, cockpit, clock=self.clock, max_log_lines=self.max_log_lines)
+        dash.background = self.background
         tab = Tab(spec.label, s, cockpit, dash, spec.members, spec.refusal, spec.baseline_tps)
         self._tab_ids += 1
         self.install_screen(dash, name=f"tab-{self._tab_ids}")
@@ -99,8 +103,21 @@ class TabbedApp(SpectuiApp):
             await self.push_screen(self.tabs[-1].dashboard)
             for tab in reversed(self.tabs[:-1]):
                 await self.switch_screen(tab.dashboard)
-        self.set_interval(SUMMARY_INTERVAL, self.refresh_summary)
+        self.set_interval(min(TICK_INTERVAL, SUMMARY_INTERVAL, HIDDEN_FLUSH_INTERVAL), self._second)
         self.call_after_refresh(self.refresh_summary)
+
+    def _second(self) -> None:
+        """The one timer of every tab: each dashboard's tick, the hidden tabs' parse round, the strip."""
+        import contextlib
+
+        from textual.css.query import NoMatches
+
+        for tab in self.tabs:
+            if tab.dashboard.is_mounted:
+                with contextlib.suppress(NoMatches):
+                    tab.dashboard._tick()
+        self.background.round(t.dashboard for t in self.tabs if t.dashboard.is_mounted)
+        self.refresh_summary()
 
     def refresh_summary(self) -> None:
         """The shown tab's strip gets every tab's values (hidden tabs' strips are set when shown)."""

@@ -14,8 +14,10 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from spectui.ui.controller import Cockpit
-from spectui.ui.screens.dashboard import DashboardScreen
+from spectui.ui.multi.background import BackgroundParse, TabLogView
+from spectui.ui.screens.dashboard import MAX_LINES_PER_FLUSH, DashboardScreen
 from spectui.ui.session import Session
+from spectui.ui.widgets.log_view import LogView
 from spectui.ui.widgets.summary_strip import SummaryStrip, TabSummary, summarize
 
 # Tab keys, on the dashboard only (not the app): under a dialog they stay the dialog's. `1`-`9`, `[`/`]`
@@ -51,10 +53,49 @@ class TabDashboard(DashboardScreen):
     TabDashboard.-tabs SummaryStrip { display: block; }
     """
 
+    background: BackgroundParse | None = None  # set by the app: hidden tabs parse through it, in turn
+
     def compose(self) -> ComposeResult:
         yield SummaryStrip(id="summary")
         for widget in super().compose():
-            yield TabFooter() if type(widget) is Footer else widget
+            if type(widget) is Footer:
+                yield TabFooter()
+            elif type(widget) is LogView:
+                log = TabLogView(id=widget.id, max_lines=widget.max_lines)
+                log.hidden = self._hidden
+                yield log
+            else:
+                yield widget
+
+    # ---- a hidden tab: no per-tab timers, its lines parsed in the app's round, held off its pane ----------
+
+    @property  # type: ignore[override]
+    def processing(self) -> bool:  # the dashboard sets it; its fall to False ends a background batch
+        return self.__dict__.get("_processing", False)
+
+    @processing.setter
+    def processing(self, value: bool) -> None:
+        was = self.__dict__.get("_processing", False)
+        self.__dict__["_processing"] = value
+        if was and not value and self.background is not None:
+            self.background.done(self)
+
+    def set_interval(self, interval: float, callback: Any = None, **kwargs: Any) -> Any:
+        if self.background is not None and callback == self._tick:
+            return None  # the app's one 1 s tick calls every tab's _tick (ten timers cost idle CPU)
+        return super().set_interval(interval, callback, **kwargs)
+
+    def _schedule_flush(self) -> None:
+        if self.background is None or self.tail_done or not self._hidden():
+            super()._schedule_flush()
+        elif not self.processing:
+            self.background.want(self, urgent=self._pending_count >= MAX_LINES_PER_FLUSH)
+
+    def _show_timeline(self) -> None:
+        show = getattr(super(), "_show_timeline", None)
+        if show is not None and not self._hidden():
+            with contextlib.suppress(NoMatches):
+                show()
 
     # A hidden tab keeps its log pane and its last update current but does not repaint its panels and
     # header (a few ms each, ten tabs four times a second): they catch up when it is shown again.
@@ -84,8 +125,16 @@ class TabDashboard(DashboardScreen):
             super()._apply(update, panels_now=panels_now)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Shown: the held lines go on the pane and the waiting ones to the parser now, not at the next round.
+        if self.background is not None:
+            self.background.forget(self)
+        with contextlib.suppress(NoMatches):
+            self.query_one(TabLogView).release()
+        if self._pending and not self.processing:
+            self.flush()
         self._push_panels()
         self._refresh_header()
+        self._show_timeline()
 
     def show_summary(self, entries: tuple[TabSummary, ...], active: int) -> None:
         self.set_class(len(entries) > 1, "-tabs")

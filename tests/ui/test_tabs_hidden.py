@@ -1,0 +1,61 @@
+"""A hidden tab follows and diagnoses without painting: its lines are held off the pane, parsed in the app's
+round, its diagnoses reach the summary strip; shown again, its pane has every line it was sent."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from spectui.sources.base import ConnState, TailLines, TailState
+from spectui.ui.multi.app import TabbedApp, TabSpec
+from spectui.ui.multi.background import TabLogView
+from spectui.ui.session import Session
+from spectui.ui.widgets.summary_strip import SummaryStrip
+
+LINES = [ln for ln in (Path(__file__).parent / "data/silent-override-sim.log").read_text().splitlines()
+         if not ln.startswith("# ")]
+
+
+def streaming(chunks: int, size: int = 40):
+    async def events(_path: str):
+        yield TailState(ConnState.CONNECTED, "test")
+        n = 1
+        for _ in range(chunks):
+            await asyncio.sleep(0.05)
+            yield TailLines(tuple(LINES[(n - 1 + i) % len(LINES)] for i in range(size)), n, 0)
+            n += size
+        await asyncio.sleep(3600)  # the server goes quiet; the tail stays open
+
+    return events
+
+
+async def wait_for(cond, pilot, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    assert cond()
+
+
+async def test_a_hidden_tab_holds_its_lines_diagnoses_and_shows_them_all_when_switched_to() -> None:
+    sessions = [Session(label=f"s{i}", log_path="x.log", tail_factory=streaming(40), probe_gpus=False)
+                for i in range(2)]
+    app = TabbedApp([TabSpec(s.label, s) for s in sessions])
+    async with app.run_test(size=(160, 48)) as pilot:
+        hidden = app.tabs[1].dashboard
+        log = hidden.query_one(TabLogView)
+        assert app.active == 0 and app.screen is app.tabs[0].dashboard
+        total = 40 * 40
+        await wait_for(lambda: log.last_line_no == total and not hidden._pending and not hidden.processing, pilot)
+        assert log.held_lines > 0 and log.line_count < total  # parsed, not put on the pane
+        assert hidden.last_update is not None and hidden.last_update.diagnoses  # the rules saw its lines
+        await pilot.pause(1.2)
+        strip = app.screen.query_one(SummaryStrip)
+        assert strip.entries[1].worst is not None and strip.entries[1].phase != "unknown"
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.screen is hidden
+        assert log.held_lines == 0 and log.line_count == total and log.text_of(total) == log._texts[-1]
+        assert log.kind_of(total) is not None and {log.kind_of(n) for n in range(1, total + 1)} != {"other"}
+        shown = app.tabs[0].dashboard.query_one(TabLogView)
+        assert shown.line_count == total and shown.held_lines == 0  # the tab shown first never held
