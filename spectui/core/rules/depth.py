@@ -36,7 +36,7 @@ def depth_metrics(agg: Mapping[str, Any], algorithm: Any, steps: Any, topk: Any,
     if typical is not None:
         out["accept_len_expected"] = expected_accept_len(typical[0], typical[1], cap - 1)
     try:
-        verdict = depth_advice(steps, min(max(accept, 1.0), float(cap)), running=running)
+        verdict = depth_advice(steps, min(max(accept, 1.0), float(cap)), running=running, intervals=False)
     except Exception:  # the advisor refuses odd inputs; the other figures still hold
         return out
     out["advice_steps"] = verdict.steps

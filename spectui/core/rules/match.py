@@ -210,13 +210,13 @@ def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: A
         rate = specmath.draft_acceptance_rate(accept, draft_tokens)
         if rate is not None:
             out["draft_acceptance_rate"] = rate
-    from spectui.core.specdec import Observed, advise
+    from spectui.core.specdec import advise_one
 
     per_request = tps / batch if isinstance(tps, int | float) and tps > 0 else None
     base_per_request = float(baseline) / batch if ratio is not None else None
-    try:
-        adv = advise([Observed(steps, min(max(accept, 1.0), steps + 1.0), per_request)], base_per_request,
-                     round(batch), max(10, steps))
+    try:  # advise_one remembers its answers: every metrics window asks it again
+        adv = advise_one(steps, min(max(accept, 1.0), steps + 1.0), per_request, base_per_request,
+                         round(batch), max(10, steps), intervals=False)
     except Exception:  # the advisor refuses impossible inputs; alpha and saturation still hold
         return out
     cost = adv.cost

@@ -13,6 +13,7 @@ from spectui.core.specdec.advisor import (
     Prediction,
     Recommendation,
     advise,
+    advise_one,
     ceiling,
     depth_advice,
     prior_step_cost,
@@ -21,5 +22,6 @@ from spectui.core.specdec.fit import expected_accept_len, fit
 
 __all__ = [
     "Advice", "CostModel", "DepthVerdict", "ModelInfo", "Observed", "Prediction", "Recommendation", "advise",
+    "advise_one",
     "ceiling", "depth_advice", "expected_accept_len", "fit", "prior_step_cost",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from spectui.core.specdec import fit as _fit
@@ -32,7 +33,7 @@ from spectui.errors import InputError
 
 __all__ = [
     "Advice", "CostModel", "DepthVerdict", "ModelInfo", "Observed", "Prediction", "Recommendation",
-    "advise", "ceiling", "depth_advice", "expected_accept_len", "prior_step_cost",
+    "advise", "advise_one", "ceiling", "depth_advice", "expected_accept_len", "prior_step_cost",
 ]
 
 PRIOR_DRAFT_COST = 0.10  # one draft forward, in target decode steps (SPECDEC §1.4)
@@ -216,20 +217,25 @@ def _next_to_measure(rows: Sequence[Prediction], cost: CostModel, best: int, see
 
 
 def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float | None = None,
-           running: int | None = None, max_steps: int = 10, rel_noise: float = _fit.REL_NOISE) -> Advice:
-    """The whole `spectui advise` answer from observed depths (Observed or (steps, accept_len[, tps]))."""
+           running: int | None = None, max_steps: int = 10, rel_noise: float = _fit.REL_NOISE,
+           intervals: bool = True) -> Advice:
+    """The whole `spectui advise` answer from observed depths (Observed or (steps, accept_len[, tps])).
+
+    `intervals=False` skips the intervals (low = high = the prediction): the rules need only the best depth
+    and its speed, and the intervals are nearly all of the cost (a refit per perturbation)."""
     obs = _validate(observed)
     if max_steps < 1:
         raise InputError("--max-steps must be >= 1")
     if baseline_per_request_tps is not None and not baseline_per_request_tps > 0:
         raise InputError(f"baseline tokens/s must be positive, got {baseline_per_request_tps}")
     f = _fit.fit(Observation(o.steps, o.accept_len, o.weight) for o in obs)
-    band = _fit.intervals(f, max_steps, rel_noise)
+    band = _fit.intervals(f, max_steps, rel_noise) if intervals else None
     cost = infer_cost(obs, baseline_per_request_tps, running)
     rows = []
     for k in range(1, max_steps + 1):
         el = f.accept_len(k)
-        rows.append(Prediction(k, el, min(band[k][0], el), max(band[k][1], el),
+        low, high = (min(band[k][0], el), max(band[k][1], el)) if band is not None else (el, el)
+        rows.append(Prediction(k, el, low, high,
                                cost.speed(k, el) if cost.known else None))
     best = max(rows, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
     base_speed = cost.speed(0, 1.0)
@@ -253,6 +259,29 @@ def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float
     return Advice(model, tuple(rows), rec, nxt, cost, ratio)
 
 
+def _sig(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else float(f"{x:.{digits}g}")
+
+
+def advise_one(steps: int, accept_len: float, per_request_tps: float | None = None,
+               baseline_per_request_tps: float | None = None, running: int | None = None,
+               max_steps: int = 10, intervals: bool = True) -> Advice:
+    """`advise` for one observed depth, as the rules ask it on every metrics window: the inputs are rounded
+    (accept len to 0.01 — the log prints two decimals —, speeds to 3 significant digits, far inside the
+    model's interval) and the answer is remembered, so a window that says what the last one said costs a
+    dictionary lookup instead of a refit (~12 ms)."""
+    return _advise_one(steps, round(accept_len, 2), _sig(per_request_tps), _sig(baseline_per_request_tps),
+                       running, max_steps, intervals)
+
+
+@lru_cache(maxsize=4096)
+def _advise_one(steps: int, accept_len: float, per_request_tps: float | None,
+                baseline_per_request_tps: float | None, running: int | None, max_steps: int,
+                intervals: bool) -> Advice:
+    return advise([Observed(steps, accept_len, per_request_tps)], baseline_per_request_tps, running, max_steps,
+                  intervals=intervals)
+
+
 @dataclass(frozen=True, slots=True)
 class DepthVerdict:
     """Short depth advice for the rules: best steps (0 = off) and whether changing depth pays."""
@@ -271,10 +300,10 @@ class DepthVerdict:
 
 def depth_advice(observed_steps: int, observed_accept_len: float, per_request_tps: float | None = None,
                  baseline_per_request_tps: float | None = None, running: int | None = None,
-                 max_steps: int = 10) -> DepthVerdict:
+                 max_steps: int = 10, intervals: bool = True) -> DepthVerdict:
     """The advisor applied to one observed depth (what a log's live config gives)."""
-    adv = advise([Observed(observed_steps, observed_accept_len, per_request_tps)], baseline_per_request_tps,
-                 running, max(max_steps, observed_steps))
+    adv = advise_one(observed_steps, observed_accept_len, per_request_tps, baseline_per_request_tps, running,
+                     max(max_steps, observed_steps), intervals)
     cur = adv.row(observed_steps)
     k = adv.recommend.steps
     cur_speed = adv.cost.speed(observed_steps, cur.accept_len)
