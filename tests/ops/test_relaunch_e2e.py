@@ -137,6 +137,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(lab: SimLab) -> None:
     assert f"$ sh -c 'kill -s \"$1\" -- \"-$2\"' sh TERM {old_pid}" in done.stdout
     as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     plan = json.loads(as_json.stdout)
+    assert as_json.returncode == 0 and as_json.stderr == ""  # --json: the JSON alone, no human plan on stderr
     assert plan["dry_run"] is True and plan["new_pid"] is None and plan["old_pid"] == old_pid
     assert alive(old_pid) and sorted(p.name for p in lab.root.iterdir()) == ["server.log"]
     ro = subprocess.run([*argv[:-1], "--yes", "--read-only"], capture_output=True, text=True, timeout=60)
