@@ -4,6 +4,8 @@ grid, then put the original command (or the best, `--apply-best`) back (CONTRACT
 Grid axes: `FLAG=V1,V2` (an SGLang flag, as in `relaunch --set`), `env:NAME=V1,V2` (the server's environment,
 as in `relaunch --set-env`; the simulator's faults travel so: `--grid env:SPECTUI_SIM_FAULT=-,oom-at-capture`);
 `-` means absent. The sweep writes a journal (JSONL) as it goes; `--resume FILE` skips what it records.
+`--baseline` measures the no-speculation baseline once, before the grid (as `bench --baseline` does, with
+the same workload), so every config's speedup is against a measured baseline.
 """
 
 from __future__ import annotations
@@ -40,10 +42,6 @@ def run(args: argparse.Namespace) -> int:
 
     from spectui.errors import SpectuiError
 
-    if args.baseline:
-        print(f"{NAME}: --baseline (relaunch without speculation) is not built yet; pass --baseline-tps T",
-              file=sys.stderr)
-        return 2
     try:
         return asyncio.run(_run(args))
     except SpectuiError as exc:
@@ -69,7 +67,7 @@ def _options(args: argparse.Namespace) -> Any:
     relaunch = RelaunchOptions(stop_grace_s=args.stop_timeout, health_timeout_s=args.health_timeout)
     return SweepOptions(config, load_prompts(args.prompts), baseline_tps=args.baseline_tps,
                         apply_best=args.apply_best, relaunch=relaunch, pid=args.pid,
-                        server_port=args.server_port)
+                        server_port=args.server_port, measure_baseline=args.baseline)
 
 
 def _axes(args: argparse.Namespace, journal: Any) -> list[Any]:
@@ -137,7 +135,8 @@ async def _run(args: argparse.Namespace) -> int:
     restore = out.get("restore") or {}
     if out.get("interrupted"):
         return 130 if restore.get("healthy") else 1
-    return 0 if restore.get("healthy") and out.get("best") is not None else 1
+    measured = not args.baseline or (out.get("baseline") or {}).get("source") == "measured"
+    return 0 if restore.get("healthy") and out.get("best") is not None and measured else 1
 
 
 async def _with_interrupt(sweep: Any) -> dict[str, Any]:

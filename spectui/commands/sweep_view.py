@@ -8,56 +8,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from spectui.ops.sweep_plan import estimate_for as estimate_for  # the plan's duration (the cockpit's too)
 from spectui.ops.sweep_results import accept_len, aggregate, depth_of, per_request
-
-LOG_HEAD = 1 << 18  # start-up lines sit at the top of a log
+from spectui.ops.sweep_results import eff_text as _eff_text
+from spectui.ops.sweep_results import set_text as _set_text
 
 
 def _fmt(x: Any, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-async def estimate_for(host: Any, plan: Any, options: Any) -> dict[str, Any]:
-    from spectui.ops.sweep import _workload
-    from spectui.ops.sweep_plan import bench_seconds, estimate, last_startup_s, log_startup_s
-
-    startup = last_startup_s(host.name, options.history_path)
-    source = "launch history"
-    if startup is None and plan.server.log_path:
-        try:
-            head = await host.read_range(plan.server.log_path, 0, LOG_HEAD)
-            startup = log_startup_s(head.decode("utf-8", "replace"))
-            source = "the running server's log"
-        except Exception:  # a log we cannot read only costs the estimate its measured start-up
-            startup = None
-    wl = _workload(options)
-    out = estimate(len(plan.to_launch), startup, bench_seconds(wl, host.name, options.history_path), wl["warmup"])
-    out["startup_from"] = source if startup is not None else "assumed (no start-up measured)"
-    return out
-
-
 def dry_run_json(plan: Any, est: Mapping[str, Any]) -> dict[str, Any]:
     return {"configs": [c.to_json() for c in plan.configs], "launches": 0, "planned_launches": len(plan.to_launch),
             "best": None, "pareto": [], "applied": None, "baseline": None, "estimate": dict(est),
             "sglang_version": plan.version, "dry_run": True}
-
-
-_SHORT = {"speculative-num-steps": "steps", "speculative-eagle-topk": "topk",
-          "speculative-num-draft-tokens": "ndt", "speculative-algorithm": "algo"}
-
-
-def _set_text(shown: Mapping[str, Any]) -> str:
-    return " ".join(f"{_SHORT.get(k, k.removeprefix('env:').removeprefix('speculative-'))}={v}"
-                    for k, v in shown.items())
-
-
-def _eff_text(eff: Mapping[str, Any] | None) -> str:
-    if not eff:
-        return "-"
-    s, t, d = (eff.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"))
-    out = f"{s}/{t}/{d}" if any(v is not None for v in (s, t, d)) else ""
-    extra = [f"{k[4:]}={v}" for k, v in eff.items() if k.startswith("env:") and v is not None]
-    return " ".join([out, *extra]).strip() or "-"
 
 
 def print_plan(plan: Any, est: Mapping[str, Any]) -> None:
@@ -73,7 +37,8 @@ def print_plan(plan: Any, est: Mapping[str, Any]) -> None:
         shown = {k: "-" if v is None else v for k, v in c.set.items()}
         t.add_row(str(c.index), _set_text(shown), _eff_text(c.effective), what.get(c.status, c.status))
     console.print(t)
-    console.print(f"{len(plan.to_launch)} launches (+1 to put the command back); about {est['total_s'] / 60:.1f} "
+    base = " (+2 for the --baseline: without speculation, then back)" if est.get("baseline") else ""
+    console.print(f"{len(plan.to_launch)} launches (+1 to put the command back){base}; about {est['total_s'] / 60:.1f} "
                   f"min: {est['per_config_s']:.0f} s each (start-up {est['startup_s']:.0f} s from "
                   f"{est['startup_from']}, bench {est['bench_s']:.0f} s)", markup=False)
 
@@ -129,6 +94,15 @@ def print_results(out: Mapping[str, Any], *, plot: bool = True) -> None:
     console.print("* best   P Pareto front (per-request speed vs aggregate tok/s): "
                   + (", ".join(f"#{i}" for i in out.get("pareto") or []) or "none"), markup=False)
     console.print(f"best: {out.get('why')}", markup=False)
+    base = out.get("baseline") or {}
+    if base.get("source") == "measured":
+        orig = base.get("original") or {}
+        up = (orig.get("speedup") or {}).get("output_tokens_per_s")
+        console.print(f"baseline (measured, no speculation): {_fmt(base.get('output_tokens_per_s'))} tok/s; the "
+                      f"original command: {_fmt(orig.get('output_tokens_per_s'))} tok/s, x{_fmt(up, '.2f')}",
+                      markup=False)
+    elif out.get("baseline_error"):
+        console.print(f"baseline: {out['baseline_error']}", markup=False)
     restore = out.get("restore") or {}
     state = "healthy" if restore.get("healthy") else "NOT healthy"
     console.print(f"applied: {out.get('applied')} command, pid {restore.get('pid')} {state}"

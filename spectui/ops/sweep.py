@@ -26,8 +26,11 @@ from spectui.ops.history import HistoryStore
 from spectui.ops.outcome import Progress, RelaunchOptions
 from spectui.ops.plan import Edits
 from spectui.ops.relaunch import execute, prepare
+from spectui.ops.sweep_baseline import apply as apply_baseline
+from spectui.ops.sweep_baseline import restore_spec
 from spectui.ops.sweep_journal import Journal
 from spectui.ops.sweep_plan import ABSENT, Axis, PlannedConfig, SweepPlan, edits_for, plan_sweep
+from spectui.ops.sweep_plan import workload_of as _workload
 from spectui.ops.sweep_results import best_index, summary
 
 ADVISORY = ("silent-override", "low-accept-length", "spec-slower-than-baseline", "capacity")
@@ -46,6 +49,7 @@ class SweepOptions:
     history_path: Path | str | None = None
     pid: int | None = None
     server_port: int | None = None  # picks the server listening there when pid is None
+    measure_baseline: bool = False  # --baseline: no-speculation baseline measured once, before the grid
 
 
 @dataclass
@@ -78,9 +82,13 @@ def _axis_text(values: Mapping[str, str | None]) -> str:
 
 class Sweep:
     def __init__(self, host: Any, axes: Sequence[Axis], options: SweepOptions, journal: Journal, *,
-                 on_note: Callable[[str], None] | None = None) -> None:
+                 on_note: Callable[[str], None] | None = None,
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.host, self.axes, self.opt, self.journal = host, list(axes), options, journal
         self.note = on_note or (lambda _m: None)
+        self.event = on_event or (lambda _k, _d: None)  # ("config", {index, status, entry?}), ("progress", ...)
+        self.baseline: dict[str, Any] | None = None
+        self.baseline_error: str | None = None
         self.plan: SweepPlan | None = None
         self.current: _Current | None = None
         self.launches = 0
@@ -133,29 +141,38 @@ class Sweep:
         skipped = len(plan.to_launch) - len(todo)
         if skipped:
             self.note(f"resume: {skipped} config(s) already done in {self.journal.path}")
+        if self.journal.baseline is not None:
+            self.baseline = self.journal.baseline
+            self.note(f"baseline from the journal: {self.baseline.get('output_tokens_per_s')} tok/s")
+        elif self.opt.measure_baseline and not self.interrupted:
+            await self._measure_baseline()
         for n, cfg in enumerate(todo, 1):
             if self.interrupted or self.current is None or self.current.config is None:
                 break
             self.note(f"[{n}/{len(todo)}] #{cfg.index} {_axis_text(cfg.set)}")
+            self.event("config", {"index": cfg.index, "status": "launching"})
             entry = await self._one(cfg)
             if entry is None:  # interrupted during its bench: not recorded
+                self.event("config", {"index": cfg.index, "status": "pending"})
                 break
             entries[cfg.index] = entry
             self.journal.add({**entry, "key": cfg.key})
+            self.event("config", {"index": cfg.index, "status": entry["status"], "entry": entry})
             self.note(f"  #{cfg.index} {entry['status']}" + (f": {entry['reason']}" if entry.get("reason") else ""))
         for e in entries:
             if e["status"] == "duplicate" and e.get("same_as") is not None:
                 e["measured_as"] = entries[e["same_as"]]["status"]
         applied, restore = await self._finish(entries, original)
         self.journal.end(applied=applied, launches=self.launches, interrupted=self.interrupted)
+        extra = {"baseline_error": self.baseline_error} if self.baseline_error else {}
         return summary(entries, launches=self.launches, applied=applied, baseline_tps=self.opt.baseline_tps,
-                       restore=restore, interrupted=self.interrupted, journal=str(self.journal.path),
+                       baseline=self.baseline, **extra, restore=restore, interrupted=self.interrupted, journal=str(self.journal.path),
                        sglang_version=plan.version, grid=[a.to_json() for a in self.axes])
 
     async def _relaunch(self, values: Mapping[str, str | None]) -> Any:
         cur = self.current
         assert cur is not None
-        edits = edits_for(values, cur.argv, cur.env)
+        edits = restore_spec(edits_for(values, cur.argv, cur.env), self._original_argv(), cur.argv)
         rplan = await prepare(self.host, edits, pid=cur.pid)
 
         def progress(p: Progress) -> None:
@@ -187,7 +204,48 @@ class Sweep:
                     "rolled_back": result.rolled_back}
         assert self.current is not None
         self.current.config = cfg.index
+        self.event("config", {"index": cfg.index, "status": "benching"})
         return await self._measure(entry, rplan, result)
+
+    def _original_argv(self) -> tuple[str, ...]:
+        return tuple(self.plan.server.argv) if self.plan is not None else ()
+
+    async def _measure_baseline(self) -> None:
+        from spectui.ops import sweep_baseline
+
+        cur = self.current
+        assert cur is not None and self.plan is not None
+        self.note("baseline: bench, relaunch without speculation, bench, restore")
+        self.event("baseline", {"status": "measuring"})
+
+        def started(task: asyncio.Task[Any]) -> None:
+            self._bench_task = task
+
+        try:
+            got = await sweep_baseline.measure(
+                self.host, self.opt.bench, self.opt.prompts, pid=cur.pid, history_path=self.opt.history_path,
+                options=self.opt.relaunch, note=self.note, started=started,
+                on_phase=lambda p: self.event("baseline", {"status": p}))
+        finally:
+            self._bench_task = None
+        self.baseline, self.baseline_error = got.baseline, got.error
+        self.interrupted = self.interrupted or got.interrupted
+        if got.baseline is not None:
+            self.journal.add_baseline(got.baseline)
+            self.note(f"baseline: {got.baseline.get('output_tokens_per_s')} tok/s without speculation")
+        elif got.error:
+            self.note(got.error)
+        self.event("baseline", {"status": "ok" if got.baseline else "failed", "baseline": got.baseline,
+                                "error": got.error})
+        try:  # what runs now: the restored original (its pid), else whatever listens on the port
+            found = await bench.find_server(self.host, got.pid, None if got.pid else self.plan.server.port)
+        except SpectuiError:
+            found = None
+        if found is None:
+            self.current = None
+            return
+        same = sweep_baseline.same_command(found.argv, self.plan.server.argv)
+        self.current = _Current(found.pid, tuple(found.argv), dict(found.env), "original" if same else None)
 
     async def _measure(self, entry: dict[str, Any], rplan: Any, result: Any) -> dict[str, Any] | None:
         from spectui.sources.follow import follow, make_engine
@@ -210,7 +268,9 @@ class Sweep:
         bplan = bench.BenchPlan(self.opt.bench, self.opt.prompts, pid=result.new.pid,
                                 baseline_tps=self.opt.baseline_tps, history_path=self.opt.history_path)
         watcher = asyncio.create_task(watch())
-        self._bench_task = asyncio.create_task(bench.run(self.host, bplan))
+        idx = entry["index"]
+        self._bench_task = asyncio.create_task(bench.run(
+            self.host, bplan, on_progress=lambda p: self.event("progress", {"index": idx, "progress": p})))
         out: dict[str, Any] | None = None
         error: str | None = None
         try:
@@ -238,6 +298,8 @@ class Sweep:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
         entry["diagnoses"] = diags
+        if out is not None:
+            apply_baseline(out, self.baseline)
         entry["bench"] = out
         if ended.done():
             cause = cause_of(diags)
@@ -291,13 +353,6 @@ class Sweep:
 
 def _values(shown: Mapping[str, str]) -> dict[str, str | None]:
     return {k: None if v == ABSENT else v for k, v in shown.items()}
-
-
-def _workload(opt: SweepOptions) -> dict[str, Any]:
-    c = opt.bench
-    return {"requests": c.requests, "duration_s": c.duration_s, "concurrency": c.concurrency, "rate": c.rate,
-            "warmup": c.warmup, "max_tokens": c.max_tokens, "temperature": c.temperature,
-            "prompts": getattr(opt.prompts, "name", None)}
 
 
 def check_resume(journal: Journal, axes: Sequence[Axis]) -> None:

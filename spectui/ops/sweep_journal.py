@@ -3,6 +3,7 @@
 Line 1: {"type": "sweep", "format": 1, "host", "grid": [{"label", "values"}], "original": {label: value},
          "workload", "started"}
 Then one {"type": "config", "index", "key", ...the config's result...} per finished config (ok or failed),
+{"type": "baseline", "baseline"} once a --baseline is measured (a resume reuses it),
 and {"type": "end", "applied", "launches", "interrupted"} when a run ends. A config interrupted half-way
 has no line: a resumed sweep runs it again. Lines that do not parse (a torn write) are skipped.
 """
@@ -35,6 +36,7 @@ class Journal:
     path: Path
     header: dict[str, Any] | None = None
     done: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> the config's entry
+    baseline: dict[str, Any] | None = None  # --baseline: measured once, reused by a resume
 
     @classmethod
     def read(cls, path: Path | str) -> Journal:
@@ -53,6 +55,8 @@ class Journal:
                 continue
             if obj.get("type") == "sweep" and j.header is None:
                 j.header = obj
+            elif obj.get("type") == "baseline" and isinstance(obj.get("baseline"), dict):
+                j.baseline = obj["baseline"]
             elif obj.get("type") == "config" and isinstance(obj.get("index"), int) and obj.get("status") in DONE:
                 j.done[obj["index"]] = obj
         if j.header is None or j.header.get("format") != FORMAT:
@@ -66,6 +70,10 @@ class Journal:
     def add(self, entry: dict[str, Any]) -> None:
         self.done[entry["index"]] = {"type": "config", **entry}
         self._write(self.done[entry["index"]])
+
+    def add_baseline(self, baseline: dict[str, Any]) -> None:
+        self.baseline = baseline
+        self._write({"type": "baseline", "time": now_iso(), "baseline": baseline})
 
     def end(self, **fields: Any) -> None:
         self._write({"type": "end", "time": now_iso(), **fields})

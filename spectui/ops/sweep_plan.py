@@ -37,6 +37,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_STARTUP_S = 60.0
 DEFAULT_PER_REQUEST_TPS = 50.0
 STOP_S = 5.0  # SIGTERM -> port and GPU free, per relaunch
+LOG_HEAD = 1 << 18  # start-up lines sit at the top of a log
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,9 +248,40 @@ def bench_seconds(workload: Mapping[str, Any], host_name: str, history_path: Pat
     return waves * (workload.get("max_tokens") or 256) / DEFAULT_PER_REQUEST_TPS
 
 
-def estimate(launches: int, startup_s: float | None, bench_s: float, warmup: int) -> dict[str, Any]:
+def estimate(launches: int, startup_s: float | None, bench_s: float, warmup: int, *,
+             baseline: bool = False) -> dict[str, Any]:
+    """Seconds the sweep should take; `baseline`: two benches and two launches more (--baseline)."""
     start = startup_s if startup_s is not None else DEFAULT_STARTUP_S
-    per = STOP_S + start + bench_s * (1 + (warmup > 0) * 0.1)
-    return {"launches": launches + 1, "per_config_s": round(per, 1), "startup_s": round(start, 1),
+    one_bench = bench_s * (1 + (warmup > 0) * 0.1)
+    per = STOP_S + start + one_bench
+    extra = (2 * per + one_bench) if baseline else 0.0
+    return {"launches": launches + 1 + 2 * baseline, "per_config_s": round(per, 1), "startup_s": round(start, 1),
             "startup_source": "measured" if startup_s is not None else "assumed",
-            "bench_s": round(bench_s, 1), "total_s": round(per * launches + STOP_S + start, 1)}
+            "bench_s": round(bench_s, 1), "total_s": round(per * launches + STOP_S + start + extra, 1),
+            "baseline": baseline}
+
+
+async def estimate_for(host: Any, plan: Any, options: Any) -> dict[str, Any]:
+    """The plan's estimated duration: start-up from the launch history, else the running server's log."""
+    startup = last_startup_s(host.name, options.history_path)
+    source = "launch history"
+    if startup is None and plan.server.log_path:
+        try:
+            head = await host.read_range(plan.server.log_path, 0, LOG_HEAD)
+            startup = log_startup_s(head.decode("utf-8", "replace"))
+            source = "the running server's log"
+        except Exception:  # a log we cannot read only costs the estimate its measured start-up
+            startup = None
+    wl = workload_of(options)
+    out = estimate(len(plan.to_launch), startup, bench_seconds(wl, host.name, options.history_path), wl["warmup"],
+                   baseline=getattr(options, "measure_baseline", False))
+    out["startup_from"] = source if startup is not None else "assumed (no start-up measured)"
+    return out
+
+
+def workload_of(opt: Any) -> dict[str, Any]:
+    """The sweep's workload (its SweepOptions' bench config and prompts), as the journal records it."""
+    c = opt.bench
+    return {"requests": c.requests, "duration_s": c.duration_s, "concurrency": c.concurrency, "rate": c.rate,
+            "warmup": c.warmup, "max_tokens": c.max_tokens, "temperature": c.temperature,
+            "prompts": getattr(opt.prompts, "name", None)}

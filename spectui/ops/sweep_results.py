@@ -80,9 +80,28 @@ def depth_of(entry: Mapping[str, Any]) -> int | None:
 
 
 def summary(configs: list[dict[str, Any]], *, launches: int, applied: str | None,
-            baseline_tps: float | None, **extra: Any) -> dict[str, Any]:
-    """The `sweep --json` object of CONTRACTS.md (plus `why`, `journal`, `restore` …)."""
+            baseline_tps: float | None, baseline: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """The `sweep --json` object of CONTRACTS.md (plus `why`, `journal`, `restore` …); `baseline`: the one
+    measured by --baseline (source "measured"), else the given or found one."""
     best = best_index(configs)
-    base = baseline_of(configs, baseline_tps)
+    base = baseline or baseline_of(configs, baseline_tps)
     return {"configs": configs, "launches": launches, "best": best, "pareto": pareto(configs),
             "applied": applied, "baseline": base, "why": why_best(configs, best, base), **extra}
+
+
+_SHORT = {"speculative-num-steps": "steps", "speculative-eagle-topk": "topk",
+          "speculative-num-draft-tokens": "ndt", "speculative-algorithm": "algo"}
+
+
+def set_text(shown: Mapping[str, Any]) -> str:
+    return " ".join(f"{_SHORT.get(k, k.removeprefix('env:').removeprefix('speculative-'))}={v}"
+                    for k, v in shown.items())
+
+
+def eff_text(eff: Mapping[str, Any] | None) -> str:
+    if not eff:
+        return "-"
+    s, t, d = (eff.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"))
+    out = f"{s}/{t}/{d}" if any(v is not None for v in (s, t, d)) else ""
+    extra = [f"{k[4:]}={v}" for k, v in eff.items() if k.startswith("env:") and v is not None]
+    return " ".join([out, *extra]).strip() or "-"

@@ -28,6 +28,7 @@ class SpectuiApp(App[int]):
         Binding("x", "record", "Record", show=False),
         Binding("i", "draft", "Draft", show=False),
         Binding("b", "bench", "Bench", show=False),
+        Binding("w", "sweep", "Sweep", show=False),
     ]
 
     def __init__(
@@ -81,6 +82,16 @@ class SpectuiApp(App[int]):
 
         self.push_screen(BenchScreen(self.session, self.cockpit))  # a worker: the log keeps flowing
 
+    def action_sweep(self) -> None:
+        from spectui.ui.screens.sweep import SweepScreen
+
+        try:
+            session, cockpit = self.session, self.cockpit
+        except IndexError:  # a tabbed cockpit with no tab open (fleet only)
+            self.notify("no server open: pick one in the fleet (enter)", timeout=4)
+            return
+        self.push_screen(SweepScreen(session, cockpit))  # plan first; the run is a worker: the log keeps flowing
+
     def action_record(self) -> None:
         from spectui.ui.recording import start_recording
 
@@ -110,6 +121,8 @@ class SpectuiApp(App[int]):
             ("History", "Previous launches of this server and what they reached (h)", self.action_history),
             ("Record bundle", "Save an incident bundle of this server, secrets masked (x)", self.action_record),
             ("Bench", "Load the server and measure tok/s and accept len, vs no speculation (b)", self.action_bench),
+            ("Sweep", "Plan and run a grid of speculative depths, relaunch + bench each, vs baseline (w)",
+             self.action_sweep),
             ("Draft checkpoint", "Inspect the server's draft: config.json + safetensors headers (i)", self.action_draft),
             ("Follow / pause log", "Toggle following the log (space)", dash.action_toggle_follow),
             ("Search log", "Search the log (/), then n / N", lambda: dash.action_prompt("search")),

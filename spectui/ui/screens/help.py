@@ -28,6 +28,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("r", "relaunch screen: edit flags, live diff and verdict, confirm"),
     ("h", "launch history: flags and what each launch reached"),
     ("i", "draft checkpoint: config.json and safetensors headers checked against the target and launch"),
+    ("w", "sweep: edit a grid of depths, see the plan, confirm; each config relaunched + benched, then back"),
     ("x", "record an incident bundle of this server (saved under the XDG state folder; path shown)"),
     ("1 … 9", "several servers (connect T1 T2 …): show tab N"),
     ("[  ]", "previous / next tab (also ctrl+pageup / ctrl+pagedown)"),
