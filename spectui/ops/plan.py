@@ -20,6 +20,7 @@ from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_c
 from spectui.core.launch.resolve import Resolution, resolve
 from spectui.errors import CommandParseError, UsageError
 from spectui.ops import hostcmds
+from spectui.ops.history import masked_diff, masked_flag_value
 from spectui.ops.hostcmds import redact_env
 from spectui.sources.base import ServerProcess
 
@@ -99,10 +100,17 @@ class RelaunchPlan:
         res = self.resolution
         if res.outcome == "ok":
             return "ok"
-        if res.outcome == "argparse_error":
-            return f"SGLang would refuse to start: error: {res.argparse_error}"
+        if res.outcome == "argparse_error":  # argparse echoes the args it refused: secret values masked
+            return self.scrub(f"SGLang would refuse to start: error: {res.argparse_error}")
         err = res.error
-        return f"SGLang would crash while resolving: {getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}".rstrip(": ")
+        line = f"SGLang would crash while resolving: {getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}"
+        return self.scrub(line.rstrip(": "))
+
+    def scrub(self, text: str) -> str:
+        """`text` with the values of the old and new commands' secret flags (`--api-key`) masked."""
+        for value in sorted({*_secret_values(self.old.argv), *_secret_values(self.new.argv)}, key=len, reverse=True):
+            text = text.replace(value, "***")
+        return text
 
     def start_argv(self) -> list[str]:
         return hostcmds.start_argv(self.server.cwd, self.log_path, dict(self.new_env), self.new.argv)
@@ -138,7 +146,8 @@ class RelaunchPlan:
             f"command  {hostcmds.display_argv(self.new.argv)}",
             "changes" if self.changes or self.env_changes else "changes  none (a plain restart)",
         ]
-        rows = [(c.flag, _show(c.old), _show(c.new)) for c in self.changes]
+        rows = [(c.flag, _show(masked_flag_value(c.flag, c.old)), _show(masked_flag_value(c.flag, c.new)))
+                for c in self.changes]
         rows += [(f"env {e.name}", *_show_env(e)) for e in self.env_changes]
         width = max((len(r[0]) for r in rows), default=0)
         for name, before, after in rows:
@@ -147,7 +156,7 @@ class RelaunchPlan:
         for dest, before, after in self.effective_changes:
             out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
         for w in self.resolution.warnings:
-            out.append(f"  warning: {w}")
+            out.append(f"  warning: {self.scrub(w)}")
         out.append("host commands")
         env_words = {f"{k}={v}" for k, v in self.new_env.items()}
         for why, argv in self.host_commands(own_pgids=own_pgids):
@@ -174,7 +183,7 @@ class RelaunchPlan:
             "old_command": hostcmds.display_argv(self.old.argv),
             "command": hostcmds.display_argv(self.new.argv),
             "log": self.log_path,
-            "diff": [{"flag": c.flag, "old": c.old, "new": c.new} for c in self.changes],
+            "diff": masked_diff(self.changes),  # --api-key's (and every secret flag's) value masked
             "env_diff": [dict(zip(("name", "old", "new"), (e.name, *_masked(e)), strict=True))
                          for e in self.env_changes],
             "sglang_version": self.version,
@@ -182,9 +191,22 @@ class RelaunchPlan:
             "catalogue": self.catalogue.to_json() if self.catalogue is not None else None,
             "verdict": self.resolution.outcome,
             "verdict_detail": self.verdict_line,
-            "warnings": list(self.resolution.warnings),
+            "warnings": [self.scrub(w) for w in self.resolution.warnings],
             "host_commands": [hostcmds.display_argv(a, self.new_env) for _, a in self.host_commands() if a],
         }
+
+
+def _secret_values(argv: Sequence[str]) -> list[str]:
+    """The values of secret-looking flags in `argv` (`--api-key sk-…`, `--hf-token=…`)."""
+    out: list[str] = []
+    for i, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if word.startswith("--") and eq and masked_flag_value(flag, value) != value:
+            out.append(value)
+        elif i and argv[i - 1].startswith("--") and "=" not in argv[i - 1] and not word.startswith("--") \
+                and masked_flag_value(argv[i - 1], word) != word:
+            out.append(word)
+    return [v for v in out if len(v) >= 3]
 
 
 def _show(value: str | None) -> str:
