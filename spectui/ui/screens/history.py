@@ -72,7 +72,7 @@ class HistoryScreen(ModalScreen[None]):
         if not summaries:
             table.add_row("–", "–", "0", Text("no decode lines seen yet", style="dim"), "", "")
         recorded = self.query_one("#recorded", DataTable)
-        recorded.add_columns("started", "outcome", "accept len", "gen tok/s", "flag changes", "Δ accept len",
+        recorded.add_columns("started", "outcome", "accept len", "gen tok/s", "changes", "Δ accept len",
                              "Δ tok/s", "verdict", "log")
         self.load_recorded()
 
@@ -91,7 +91,7 @@ class HistoryScreen(ModalScreen[None]):
         for prev, cur in zip([None, *ordered], ordered, strict=False):
             before[cur.id] = prev
         for r in records:
-            changes = ", ".join(f"{c.flag} {c.old or '∅'}→{c.new or '∅'}" for c in r.diff) or "–"
+            changes = r.changes_summary()  # flags and environment (an env-only relaunch is not "–")
             style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
             d_acc, d_tps, verdict = deltas(before.get(r.id), r)
             table.add_row(Text(r.time), Text(r.outcome, style=style), _num(r.accept_len),
