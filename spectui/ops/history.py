@@ -88,6 +88,7 @@ class LaunchRecord(BaseModel):
     sglang_version: str | None = None  # bundled version used for the pre-flight verdict
     verdict: str | None = None  # "ok" / "error" / "argparse_error"
     forced: bool = False
+    from_known: bool = False  # no server ran: a known command was started (no stop step), old_pid the last one
     log: str | None = None
     outcome: Outcome = "running"
     error: str | None = None

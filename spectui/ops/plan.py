@@ -90,6 +90,7 @@ class RelaunchPlan:
     new_env: Mapping[str, str]  # the server's environment with the env edits: what the new command gets
     env_changes: tuple[EnvChange, ...] = ()
     catalogue: CataloguePick | None = None  # which flag catalogue judged the command (host's own / bundled)
+    from_known: bool = False  # no server runs: `server` is the last one (gone), started again without a stop
 
     @property
     def needs_force(self) -> bool:
@@ -118,6 +119,16 @@ class RelaunchPlan:
     def host_commands(self, *, own_pgids: Sequence[int] = ()) -> list[tuple[str, list[str]]]:
         """(why, argv) for every command relaunch runs on the host, in order."""
         pid, pgid = self.server.pid, self.server.pgid
+        if self.from_known:  # nothing runs: no stop, only the checks that the start will not collide
+            return [
+                (f"check pid {pid} no longer runs the server" if pid > 1 else "", hostcmds.cmdline_argv(pid)
+                 if pid > 1 else []),
+                (f"poll until port {self.port} is free", hostcmds.listeners_argv()),
+                ("poll until the last server's GPU memory is released (where nvidia-smi exists)",
+                 hostcmds.gpu_apps_argv()),
+                ("start the known command detached", self.start_argv()),
+                (f"wait for health: GET /health on port {self.port}, follow {self.log_path}", []),
+            ]
         try:
             term = hostcmds.signal_group_argv(pgid, "TERM", own_pgids=own_pgids)
             kill = hostcmds.signal_group_argv(pgid, "KILL", own_pgids=own_pgids)
@@ -140,8 +151,10 @@ class RelaunchPlan:
     def render(self, *, own_pgids: Sequence[int] = ()) -> str:
         """The plan as plain text (log-derived values are printed as data, never as markup)."""
         s = self.server
+        where = (f"none running on {self.host_name} (the last was pid {s.pid}): the known command is started"
+                 if self.from_known else f"pid {s.pid} (process group {s.pgid}) on {self.host_name}")
         out = [
-            f"server   pid {s.pid} (process group {s.pgid}) on {self.host_name}, port {s.port}, cwd {s.cwd}",
+            f"server   {where}, port {s.port}, cwd {s.cwd}",
             f"log      {s.log_path or '(unknown)'}  ->  {self.log_path} (new file)",
             f"command  {hostcmds.display_argv(self.new.argv)}",
             "changes" if self.changes or self.env_changes else "changes  none (a plain restart)",
@@ -180,6 +193,7 @@ class RelaunchPlan:
         return {
             "host": self.host_name,
             "old_pid": self.server.pid,
+            "from_known": self.from_known,
             "old_command": hostcmds.display_argv(self.old.argv),
             "command": hostcmds.display_argv(self.new.argv),
             "log": self.log_path,

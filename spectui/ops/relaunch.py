@@ -2,6 +2,10 @@
 command detached, wait for health, roll back on failure and record history (execute). Progress goes to a
 callback so the CLI prints it and the TUI's relaunch screen shows it.
 
+Where no server runs (the last one crashed), `start_known` (prepare_start + execute) starts a known
+command — argv, environment, cwd, log folder — with the same checks, health wait and history record, and
+no stop step.
+
 One relaunch per server at a time: `execute` holds a lock for the host + server (this process: a
 registry; other spectui processes: an flock beside the history file) from its first check to its last
 record, and refuses a second execute with a clear message, changing nothing. The history record is
@@ -12,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +34,10 @@ from spectui.ops.hostcmds import display_argv
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.plan import Edits, RelaunchPlan, build_plan
 from spectui.ops.runner import Runner
+from spectui.sources.base import ServerProcess
 
-__all__ = ["Attempt", "Progress", "RelaunchOptions", "RelaunchResult", "Step"]
+__all__ = ["Attempt", "KnownCommand", "Progress", "RelaunchOptions", "RelaunchResult", "Step", "execute", "prepare",
+           "prepare_start", "start_known"]
 
 _HELD: dict[tuple[str, str], str] = {}  # (host, server key) -> what holds it, for the refusal message
 _HELD_GUARD = threading.Lock()
@@ -119,6 +127,59 @@ async def _server_version(host: Any, server: Any) -> str | None:
     return None if server.port is None else await server_version(host, server.port, server.host_addr)
 
 
+@dataclass(frozen=True, slots=True)
+class KnownCommand:
+    """A server command to start when no server runs (the last one crashed): what a sweep or a plan knew
+    of the last server — its argv, environment, working directory, log (the new log goes beside it), port."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str
+    log_path: str | None
+    port: int | None = None
+    host_addr: str = "127.0.0.1"
+    pid: int | None = None  # the last server's pid (gone): checked not to run it still, its GPU memory waited for
+    program: str = ""
+
+    @classmethod
+    def of(cls, server: ServerProcess) -> KnownCommand:
+        return cls(tuple(server.argv), dict(server.env), server.cwd, server.log_path, server.port,
+                   server.host_addr, server.pid, server.program)
+
+
+async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_version: str | None = None,
+                        now: datetime | None = None) -> RelaunchPlan:
+    """The plan to start `known` with `edits` where no server runs (`execute` then carries it out without a
+    stop step). `server_version`: the release the last server reported (it cannot be asked now). Changes
+    nothing on the host."""
+    from spectui.sources.hostflags_run import server_catalogue
+
+    pid = known.pid if known.pid is not None and known.pid > 1 else 0
+    server = ServerProcess(pid=pid, pgid=pid, argv=tuple(known.argv), env=dict(known.env), cwd=known.cwd,
+                           log_path=known.log_path, port=known.port, host_addr=known.host_addr,
+                           program=known.program)
+    catalogue = await server_catalogue(host, server, server_version)
+    taken = [known.log_path] if known.log_path else []
+    kw: dict[str, Any] = {"host_name": host.name, "now": now or datetime.now(), "server_version": server_version,
+                          "catalogue": catalogue}
+    plan = build_plan(server, edits, taken_logs=taken, **kw)
+    while await host.stat(plan.log_path) is not None:
+        taken.append(plan.log_path)
+        plan = build_plan(server, edits, taken_logs=taken, **kw)
+    return dataclasses.replace(plan, from_known=True)
+
+
+async def start_known(host: Any, known: KnownCommand, edits: Edits | None = None, options: RelaunchOptions | None = None,
+                      *, server_version: str | None = None, on_progress: Callable[[Progress], None] | None = None,
+                      history: HistoryStore | None = None, rules_dirs: Sequence[Any] = ()) -> RelaunchResult:
+    """Start a known command on a host where no server runs: prepare_start + execute. The same safety as a
+    relaunch (port free, GPU released, detached start with setsid, a new log beside the old, health while
+    the rules read the log, a history record) without the stop step. Raises RelaunchError (nothing changed)
+    when a check fails — the last server still runs, the port stays taken, its GPU memory stays held."""
+    plan = await prepare_start(host, known, edits or Edits(), server_version=server_version)
+    return await execute(host, plan, options, on_progress=on_progress, history=history, rules_dirs=rules_dirs)
+
+
 async def execute(
     host: Any,
     plan: RelaunchPlan,
@@ -128,9 +189,9 @@ async def execute(
     history: HistoryStore | None = None,
     rules_dirs: Sequence[Any] = (),
 ) -> RelaunchResult:
-    """Carry out the plan. Raises RelaunchError (host unchanged) when a check before the stop fails or
-    another relaunch of the same server is running; after the stop, every failure ends in a
-    RelaunchResult saying what runs now."""
+    """Carry out the plan (a plan from prepare_start: start it, no stop). Raises RelaunchError (host
+    unchanged) when a check before the stop (or the start) fails or another relaunch of the same server is
+    running; after that, every failure ends in a RelaunchResult saying what runs now."""
     store = history or HistoryStore()
     with relaunch_lock(plan, store.path.parent / "locks"):
         return await _execute_locked(host, plan, options, on_progress, store, rules_dirs)
@@ -140,7 +201,7 @@ async def _execute_locked(host: Any, plan: RelaunchPlan, options: RelaunchOption
                           on_progress: Callable[[Progress], None] | None, store: HistoryStore,
                           rules_dirs: Sequence[Any]) -> RelaunchResult:
     runner = Runner(host, plan, options or RelaunchOptions(), on_progress, rules_dirs)
-    await runner.preflight()
+    await (runner.preflight_known() if plan.from_known else runner.preflight())
     launch_id = uuid.uuid4().hex[:12]
     store.append(LaunchRecord(
         id=launch_id, time=now_iso(), host=plan.host_name, old_pid=plan.server.pid,
@@ -148,10 +209,10 @@ async def _execute_locked(host: Any, plan: RelaunchPlan, options: RelaunchOption
         diff=masked_diff(plan.changes),  # type: ignore[arg-type]
         env_diff=masked_env_diff(plan.env_changes),  # type: ignore[arg-type]
         sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
-        log=plan.log_path,
+        log=plan.log_path, from_known=plan.from_known,
     ))
     try:
-        result = await runner.run()
+        result = await (runner.run_known() if plan.from_known else runner.run())
     except RelaunchError as exc:  # refused at the stop itself: the old server runs untouched
         store.update(launch_id, outcome="failed", error=str(exc), ended=now_iso())
         raise
@@ -176,6 +237,8 @@ def _interrupted(runner: Runner, exc: BaseException) -> str:
     during = f" while {last.step.value.replace('_', ' ')}" + (" (rollback)" if last.rollback else "") if last else ""
     if runner.started_pid is not None:
         state = f"the new server was started as pid {runner.started_pid}; its health is unknown"
+    elif runner.plan.from_known:
+        state = "no server was running and nothing was started"
     elif any(p.step.value == "stopping" for p in runner.steps):
         state = f"the old server (pid {runner.plan.server.pid}) may be stopped and nothing started"
     else:

@@ -97,6 +97,73 @@ class Runner:
             raise RelaunchError(f"server pid {s.pid} on {name} exited before the relaunch; nothing was changed")
         self.group = procs.alive_in_group(all_procs, s.pgid)
 
+    async def preflight_known(self) -> None:
+        """Before starting a known command with no live server (the last one crashed): the same safety as a
+        relaunch without the stop — the last server is gone, the port is free, its GPU memory released.
+        Each failure raises RelaunchError with the host exactly as it was."""
+        s, name, o = self.plan.server, self.host.name, self.opt
+        last = f" (the last server was pid {s.pid})" if s.pid > 1 else ""
+        self._note(Step.CHECKING, f"checking {name} before starting the known command{last}")
+        if getattr(self.host, "read_only", False):
+            raise RelaunchError(f"{name} is read-only (--read-only): starting a server would change the host; "
+                                "nothing was changed")
+        if self.plan.needs_force and not o.force:
+            raise RelaunchError(f"pre-flight: {self.plan.verdict_line}; fix the flags or pass --force; nothing was changed")
+        if not s.env:
+            raise RelaunchError("the known command's environment is empty (it was never read from /proc/PID/environ); "
+                                "starting it without one would lose CUDA_VISIBLE_DEVICES and the rest; nothing was changed")
+        pids: set[int] = set()
+        if s.pid > 1:
+            cmdline = await procs.read_cmdline(self.host, s.pid)
+            if cmdline is not None and tuple(cmdline) == tuple(s.argv):
+                raise RelaunchError(f"pid {s.pid} on {name} still runs this server: relaunch it instead of starting "
+                                    "a second one; nothing was changed")
+            pids = {s.pid, *(p.pid for p in procs.alive_in_group(await procs.list_procs(self.host), s.pgid))}
+        port = self.plan.port
+        self._note(Step.WAITING_PORT, f"waiting for port {port} to be free")
+        held = await procs.wait_port_free(self.host, port, o.port_timeout_s)
+        if held:
+            raise RelaunchError(f"port {port} on {name} is still in use after {o.port_timeout_s:g} s (listening "
+                                f"socket inode {held[0]}; `ss -ltnp 'sport = :{port}'` shows who holds it): a "
+                                "server may run there — relaunch it instead; nothing was changed")
+        if pids:
+            self._note(Step.WAITING_GPU, "waiting for the last server's GPU memory to be released")
+            held_gpu = await procs.wait_gpu_released(self.host, pids, o.gpu_timeout_s)
+            if held_gpu:
+                who = ", ".join(f"pid {a.pid} ({a.used_memory})" for a in held_gpu[:5])
+                raise RelaunchError(f"GPU memory still held after {o.gpu_timeout_s:g} s by {who} (left over from "
+                                    f"pid {s.pid}); nothing was changed — stop them, then start again")
+
+    async def run_known(self) -> RelaunchResult:
+        """Start the known command (no stop step) and wait for health. Nothing ran before it, so there is
+        nothing to roll back to: a start that failed but still lives is stopped again (unless --no-rollback),
+        leaving the host as it was found."""
+        plan = self.plan
+        try:
+            new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
+        except HostError as exc:
+            if not await self._reconnect(exc):
+                return self._lost(exc, "while starting the known command")
+            new = Attempt(self.started_pid, plan.log_path, False, f"connection lost while starting ({exc})")
+        if new.healthy:
+            msg = f"started: pid {new.pid} is healthy on {self.host.name} (log {new.log})"
+            return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
+        reason = new.error or "failed"
+        self._note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
+        state = f"no server is running on {self.host.name}"
+        if new.pid is not None:
+            try:
+                survivors = procs.alive_in_group(await procs.list_procs(self.host), new.pid)
+                if survivors and self.opt.rollback:
+                    await self._stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
+                    state = f"stopped it again: {state}, as before"
+                elif survivors:
+                    state = f"pid {new.pid} is left running unhealthy (--no-rollback)"
+            except (_Failed, HostError, RelaunchError) as exc:
+                state = f"pid {new.pid} may still run: stopping it failed ({exc})"
+        msg = f"new launch failed: {reason}; nothing to roll back to (no server ran before it): {state}"
+        return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
+
     # -- the relaunch proper ------------------------------------------------------------------------
 
     async def run(self) -> RelaunchResult:

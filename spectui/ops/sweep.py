@@ -25,7 +25,7 @@ from spectui.ops import bench
 from spectui.ops.history import HistoryStore
 from spectui.ops.outcome import Progress, RelaunchOptions
 from spectui.ops.plan import Edits
-from spectui.ops.relaunch import execute, prepare
+from spectui.ops.relaunch import KnownCommand, execute, prepare, prepare_start
 from spectui.ops.sweep_baseline import apply as apply_baseline
 from spectui.ops.sweep_baseline import restore_spec
 from spectui.ops.sweep_journal import Journal
@@ -37,6 +37,7 @@ ADVISORY = ("silent-override", "low-accept-length", "spec-slower-than-baseline",
 _FATAL_ORDER = ("oom", "cuda-graph", "nccl", "weight-load", "hidden-state-mismatch", "crash", "port-in-use",
                 "invalid-argument", "unrecognized-argument")
 CRASH_GRACE_S = 2.0  # after a bench that lost requests: time for the crash lines to reach the rules
+EXIT_WAIT_S = 10.0  # after the log said it crashed: time for the process to exit
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class _Current:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     config: int | str | None  # None: nothing healthy runs
+    log: str | None = None  # its log: a start after a crash puts the new log beside it
+    gone: bool = False  # it crashed: nothing runs, the next launch starts this known command (no stop)
 
 
 def cause_of(diagnoses: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -147,7 +150,7 @@ class Sweep:
         elif self.opt.measure_baseline and not self.interrupted:
             await self._measure_baseline()
         for n, cfg in enumerate(todo, 1):
-            if self.interrupted or self.current is None or self.current.config is None:
+            if self.interrupted or self.current is None:  # None: no command known to start from
                 break
             self.note(f"[{n}/{len(todo)}] #{cfg.index} {_axis_text(cfg.set)}")
             self.event("config", {"index": cfg.index, "status": "launching"})
@@ -173,20 +176,31 @@ class Sweep:
         cur = self.current
         assert cur is not None
         edits = restore_spec(edits_for(values, cur.argv, cur.env), self._original_argv(), cur.argv)
-        rplan = await prepare(self.host, edits, pid=cur.pid)
+        if cur.pid is None or cur.gone or await self._dead():  # nothing runs (a crash …): start its command
+            assert self.plan is not None
+            rplan = await prepare_start(self.host, self._known(cur), edits, server_version=self.plan.version)
+        else:
+            rplan = await prepare(self.host, edits, pid=cur.pid)
 
         def progress(p: Progress) -> None:
             self.note(f"  [{p.step}] {'rollback: ' if p.rollback else ''}{p.message}")
 
         result = await execute(self.host, rplan, self.opt.relaunch, on_progress=progress, history=self.history)
         if result.healthy:
-            self.current = _Current(result.new.pid, tuple(rplan.new.argv), dict(rplan.new_env), None)
+            self.current = _Current(result.new.pid, tuple(rplan.new.argv), dict(rplan.new_env), None, result.new.log)
         elif result.rolled_back:
             assert result.rollback is not None
-            self.current = _Current(result.rollback.pid, cur.argv, cur.env, cur.config)
+            self.current = _Current(result.rollback.pid, cur.argv, cur.env, cur.config, result.rollback.log)
         else:
-            self.current = _Current(None, cur.argv, cur.env, None)
+            self.current = _Current(None, cur.argv, cur.env, None, result.new.log or cur.log)
         return rplan, result
+
+    def _known(self, cur: _Current) -> KnownCommand:
+        """What the last server ran, to start again where no server runs (cwd, port: the original's)."""
+        assert self.plan is not None
+        s = self.plan.server
+        return KnownCommand(cur.argv, cur.env, s.cwd, cur.log or s.log_path, s.port, s.host_addr,
+                            None if cur.pid is None else cur.pid, s.program)
 
     async def _one(self, cfg: PlannedConfig) -> dict[str, Any] | None:
         entry = cfg.to_json()
@@ -308,7 +322,8 @@ class Sweep:
             entry["reason"] = _reason(cause) if cause else f"the server {how} while it was measured"
             if how in ("crashed", "stopped") or (out is None):
                 assert self.current is not None
-                self.current.config = None if await self._dead() else self.current.config
+                if await self._dead(wait_s=EXIT_WAIT_S if how != "diagnosis" else 0.0):  # next: prepare_start
+                    self.current.config, self.current.gone = None, True
             return entry
         if error or out is None or not out["requests"]["ok"]:
             entry["status"], entry["reason"] = "failed", error or "no request succeeded"
@@ -316,11 +331,19 @@ class Sweep:
         entry["status"] = "ok"
         return entry
 
-    async def _dead(self) -> bool:
+    async def _dead(self, wait_s: float = 0.0) -> bool:
+        """Whether the current server is gone (waiting up to `wait_s` for a crashing one to exit)."""
         from spectui.ops import procs
 
         cur = self.current
-        return cur is None or cur.pid is None or await procs.read_cmdline(self.host, cur.pid) is None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while True:
+            if cur is None or cur.pid is None or await procs.read_cmdline(self.host, cur.pid) is None:
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.25)
 
     # ---- the end ---------------------------------------------------------------------------------------
 
@@ -331,12 +354,11 @@ class Sweep:
         want: int | str = best if best is not None else "original"
         values = (_values(entries[best]["set"]) if best is not None else dict(original))
         cur = self.current
-        if cur is None or cur.config is None and cur.pid is None:
-            msg = ("no healthy server is left to relaunch from (the last one crashed or its rollback failed); "
-                   f"start it again by hand: {' '.join(cur.argv) if cur else '?'}")
+        if cur is None:
+            msg = "no server is left and no command is known to start (see the notes above); start it again by hand"
             self.note(msg)
             return applied, {"relaunched": False, "healthy": False, "pid": None, "message": msg}
-        if cur.config == want:
+        if cur.config == want and not cur.gone and cur.pid is not None:
             self.note(f"end: the {applied} command already runs (pid {cur.pid})")
             return applied, {"relaunched": False, "healthy": True, "pid": cur.pid, "message": "already running"}
         self.note(f"end: relaunching the {applied} command" + (f" (#{best})" if best is not None else ""))
