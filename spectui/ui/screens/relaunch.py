@@ -9,6 +9,10 @@ One transaction: while it runs, confirm is disabled and the screen cannot be clo
 the worker half-way); a failure is shown here — the reason, the diagnosis that ended it (rule, title,
 evidence line), every rollback step, what runs now — and disarms confirm: a fresh confirmation plans
 again from the server that runs now. Secrets (`--api-key`, HF_TOKEN …) are masked as the CLI shows them.
+
+A healthy relaunch records what it reached: once the cockpit follows the new log and its own pipeline has
+read the new launch's first decode window (REACHED_SAMPLES decode lines), the launch history's record gets
+the accept length and gen tok/s of that window (HistoryStore.update), so `h` shows them instead of "–".
 """
 
 from __future__ import annotations
@@ -26,6 +30,45 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, evaluate, split_command
 from spectui.ui.widgets.prediction import Prediction
+
+REACHED_SAMPLES = 10  # decode lines of the new launch: its first window, recorded in the history
+REACHED_CHECK_S = 1.0
+REACHED_TIMEOUT_S = 3600.0  # an idle server may take long to decode anything; give up after an hour
+
+
+def record_reached(app: Any, dash: Any, log: str, history_id: str, *, store: Any = None,
+                   samples: int = REACHED_SAMPLES, timeout_s: float = REACHED_TIMEOUT_S) -> Any:
+    """Watch the cockpit's own pipeline for the new launch (`dash` following `log`): once its first decode
+    window is complete, update the history record `history_id` with the accept length and gen tok/s it
+    reached. Stops then, after `timeout_s`, or when the dashboard follows another log. Returns the timer."""
+    import time
+
+    from spectui.ops.history import HistoryStore
+
+    history = store if store is not None else HistoryStore()
+    started = time.monotonic()
+    seen = False  # the dashboard has followed `log`
+
+    def tick() -> None:
+        nonlocal seen
+        following = getattr(dash, "log_path", None) == log
+        seen = seen or following
+        if (seen and not following) or time.monotonic() - started > timeout_s:
+            timer.stop()
+            return
+        snap = getattr(getattr(dash, "cockpit", None), "snapshot", None)
+        if not following or snap is None or snap.samples < samples or snap.accept_len.mean is None:
+            return
+        timer.stop()
+        tps = snap.gen_tokens_per_s.mean
+        try:
+            history.update(history_id, accept_len=round(snap.accept_len.mean, 3),
+                           gen_tokens_per_s=None if tps is None else round(tps, 1))
+        except OSError as exc:  # history is a convenience: say so, never fail the cockpit
+            app.notify(f"could not record the relaunch's accept length in the history: {exc}", severity="warning")
+
+    timer = app.set_interval(REACHED_CHECK_S, tick)
+    return timer
 
 
 class RelaunchScreen(ModalScreen[None]):
@@ -228,6 +271,8 @@ class RelaunchScreen(ModalScreen[None]):
             self.app.dashboard.post_message(  # type: ignore[attr-defined]
                 RelaunchFinished(result, log_path=log, launch=command if healthy else self.original,
                                  healthy=healthy))
+        if healthy and log and getattr(result, "history_id", None):
+            record_reached(self.app, self.app.dashboard, log, result.history_id)  # type: ignore[attr-defined]
         if healthy:
             self._progress("healthy", f"now following {log}")
             self.notify("relaunched: following the new log", timeout=6)
