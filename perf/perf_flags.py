@@ -18,8 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spectui.core.launch.catalogue import load_catalogue  # noqa: E402
-from spectui.core.launch.resolve import resolve  # noqa: E402
+from spectui.core.launch import load_catalogue, resolve  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "resolution"
 VERSIONS = ["0.5.2", "0.5.4.post3", "0.5.6.post2", "0.5.10", "0.5.23"]

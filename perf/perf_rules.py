@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 import time
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.rules.engine import RuleEngine, load_rules
+from spectui.core.log import Pipeline
+from spectui.core.rules import RuleEngine, load_rules
 
 
 def make_log(n: int) -> list[str]:
@@ -64,7 +64,7 @@ def main() -> None:
     print(f"pipeline with rules:    {with_rules:.3f} s ({len(lines) / with_rules / 1e3:.0f}k lines/s)")
     print(f"ratio: {with_rules / base:.2f}x (rule engine overhead {100 * (with_rules / base - 1):.0f}%)")
     # The engine alone on records parsed beforehand: its own cost per record, free of parser noise.
-    from spectui.core.log.parse import LogParser
+    from spectui.core.log import LogParser
 
     parser = LogParser()
     records = parser.feed(lines) + parser.finish()

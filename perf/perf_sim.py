@@ -22,8 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import DecodeSample
+from spectui.core.log import DecodeSample, LogParser
 
 BASE = ["--model-path", "/models/Kimi-K2.5", "--decode-log-interval", "10"]
 SPEC = [*BASE, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/eagle3",

@@ -104,3 +104,29 @@ def test_no_module_is_over_about_400_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "spectui").rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
+
+
+CORE_PACKAGES = ("log", "launch", "rules", "specdec", "draft")
+
+
+def test_callers_import_a_core_package_through_its_init() -> None:
+    """Outside spectui/core/<pkg>/, names come from `spectui.core.<pkg>` (its __init__ names the public
+    pieces), not from its modules; importing a module object itself (`from … import engine as rules`) is
+    still allowed."""
+    import ast
+
+    offenders = []
+    for path in [*(ROOT / "spectui").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        rel = path.relative_to(ROOT).with_suffix("")
+        mod = ".".join(rel.parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            for pkg in CORE_PACKAGES:
+                prefix = f"spectui.core.{pkg}."
+                if node.module.startswith(prefix) and not mod.startswith(f"spectui.core.{pkg}"):
+                    folder = ROOT / node.module.replace(".", "/")
+                    names = [a.name for a in node.names if not (folder / f"{a.name}.py").exists()]
+                    if any(not n.startswith("_") for n in names):
+                        offenders.append(f"{rel}: from {node.module} import {', '.join(names)}")
+    assert offenders == []

@@ -117,7 +117,7 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
             if not log_path or args.pid is not None:
                 raise
         if server is not None:
-            from spectui.core.launch.command import parse_command
+            from spectui.core.launch import parse_command
             from spectui.errors import CommandParseError
 
             log_path = log_path or server.log_path
@@ -140,7 +140,7 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
     # A release spectui does not ship: the config panel and rules judge with the host's own SGLang flags.
     catalogue = None
     if server is not None and launch is not None and version is not None:
-        from spectui.core.launch.hostflags import needs_host
+        from spectui.core.launch import needs_host
         from spectui.sources.hostflags_run import server_catalogue
 
         catalogue = await server_catalogue(host, server, version) if needs_host(version) else None
@@ -198,7 +198,7 @@ def run_demo(args: argparse.Namespace) -> int:
 async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> int:
     import asyncio
 
-    from spectui.core.launch.catalogue import pick_version
+    from spectui.core.launch import pick_version
     from spectui.sources.local import LocalHost
     from spectui.sources.tail import LogTail
     from spectui.ui.app import SpectuiApp
@@ -212,7 +212,7 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
         sglang_version=pick_version(args.sglang_version)[0], current_pid=demo.proc.pid,
         tail_factory=lambda p: LogTail(host, p, from_start=True).__aiter__(),
     )
-    from spectui.core.rules.match import BaselineTps
+    from spectui.core.rules import BaselineTps
 
     # the simulator's own no-spec speed of one request: what the panel shows x N against
     spec = "--speculative-algorithm" in demo.scenario.flags

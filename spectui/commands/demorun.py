@@ -71,7 +71,7 @@ class DemoRun:
         assignments, then SGLang's command line (what the cockpit shows and edits)."""
         import dataclasses
 
-        from spectui.core.launch.command import parse_command
+        from spectui.core.launch import parse_command
 
         return dataclasses.replace(parse_command(self.sim_argv), env=tuple(self.sim_env.items()))
 
@@ -93,7 +93,7 @@ class DemoRun:
         # process by now, and the simulator forks nothing that could outlive it.
 
     async def run(self) -> int:
-        from spectui.core.launch.catalogue import pick_version
+        from spectui.core.launch import pick_version
 
         path = self.start_sim()
         stop = asyncio.Event()

@@ -62,7 +62,7 @@ def _host_catalogue(args: argparse.Namespace, text: Any) -> Any:
     import asyncio
 
     from spectui.commands.flagsreport import FlagsInputError
-    from spectui.core.launch.pasted import parse_pasted
+    from spectui.core.launch import parse_pasted
     from spectui.errors import CommandParseError, UsageError
     from spectui.sources.hostflags_run import FALLBACK_PYTHON, host_catalogue
     from spectui.sources.target import open_host, parse_target

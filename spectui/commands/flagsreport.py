@@ -8,11 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spectui.core.launch.catalogue import CataloguePick, FlagCatalogue, load_catalogue, pick_version
-from spectui.core.launch.command import LaunchCommand
-from spectui.core.launch.explain import error_fix
-from spectui.core.launch.pasted import parse_pasted
-from spectui.core.launch.resolve import SPEC_VIEW, FlagNote, Resolution, resolve
+from spectui.core.launch import (
+    SPEC_VIEW,
+    CataloguePick,
+    FlagCatalogue,
+    FlagNote,
+    LaunchCommand,
+    Resolution,
+    error_fix,
+    load_catalogue,
+    parse_pasted,
+    pick_version,
+    resolve,
+)
 from spectui.core.text import terminal_safe
 from spectui.errors import CommandParseError
 

@@ -110,7 +110,7 @@ async def _inspect_running(host: Any, pid: int | None, version: str | None, log:
 
 async def _log_version(host: Any, path: str) -> str | None:
     """The release the log's first 256 KB point to, when they name one exactly (not a range)."""
-    from spectui.core.log.parse import LogParser, guess_version
+    from spectui.core.log import LogParser, guess_version
 
     try:
         data = await host.read_range(path, 0, 256 * 1024)

@@ -24,8 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spectui.core.rules.compile import load_rules
-    from spectui.core.rules.engine import default_rule_dirs
+    from spectui.core.rules import default_rule_dirs, load_rules
 
     for directory in args.rules:
         if not Path(directory).is_dir():
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_only(dirs: list[Path]) -> tuple[list[Any], list[str]]:
     """The rules of `dirs` alone (the built-in library is tested by the project's own test suite)."""
-    from spectui.core.rules.compile import load_file
+    from spectui.core.rules import load_file
 
     rules: list[Any] = []
     errors: list[str] = []
@@ -117,7 +116,7 @@ def _explain(rules: list[Any], rule_id: str) -> int:
 
 
 def _describe(node: Any, depth: int = 0) -> list[str]:
-    from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric
+    from spectui.core.rules import CConfig, CGroup, CLog, CMetric
 
     if isinstance(node, CGroup):
         lines: list[str] = []
@@ -152,7 +151,7 @@ def _describe(node: Any, depth: int = 0) -> list[str]:
 
 
 def _test(rules: list[Any], errors: list[str], as_json: bool) -> int:
-    from spectui.core.rules.examples import run_all
+    from spectui.core.rules import run_all
 
     results = run_all(_order(rules))
     failed = [r for r in results if not r.ok]

@@ -163,7 +163,7 @@ def run_viewer() -> int:
 
 
 def viewer_app(tabs: list[dict[str, Any]], path: str, token: str) -> Any:
-    from spectui.core.launch.command import parse_command
+    from spectui.core.launch import parse_command
     from spectui.errors import CommandParseError
     from spectui.ui.app import SpectuiApp
     from spectui.ui.multi.app import TabbedApp, TabSpec

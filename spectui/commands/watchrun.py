@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-from spectui.core.log.pipeline import Pipeline
+from spectui.core.log import Pipeline
 from spectui.core.text import terminal_safe
 from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
 from spectui.sources.base import ConnState, TailLines

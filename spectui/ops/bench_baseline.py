@@ -31,7 +31,7 @@ class BaselineInterrupted(SpectuiError):
 
 def speculative_flags(argv: list[str]) -> dict[str, str | None]:
     """Every --speculative-* flag of the command as typed, flag -> value (None: a flag without one)."""
-    from spectui.core.launch.command import flag_values, parse_command
+    from spectui.core.launch import flag_values, parse_command
 
     values = flag_values(parse_command(argv))
     return {f: (v if v != "" else None) for f, v in values.items() if f.startswith(SPEC_PREFIX)}
@@ -192,7 +192,7 @@ def known_baseline(host: str, model: str | None, history_path: Any = None) -> An
     import json
     import posixpath
 
-    from spectui.core.rules.match import BaselineTps
+    from spectui.core.rules import BaselineTps
     from spectui.ops.bench import bench_history_path
 
     try:

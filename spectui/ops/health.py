@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from spectui.core.log.metrics import ServerPhase
-from spectui.core.log.pipeline import Pipeline
+from spectui.core.log import Pipeline, ServerPhase
 from spectui.errors import HostError
 from spectui.sources.base import ConnState, TailLines, TailState
 from spectui.sources.http import ServerProbe

@@ -15,9 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from spectui.core.launch.catalogue import CataloguePick, FlagCatalogue, pick_version
-from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
-from spectui.core.launch.resolve import Resolution, resolve
+from spectui.core.launch import (
+    CataloguePick,
+    FlagCatalogue,
+    FlagChange,
+    LaunchCommand,
+    Resolution,
+    diff,
+    parse_command,
+    pick_version,
+    resolve,
+    set_flag,
+    unset_flag,
+)
 from spectui.errors import CommandParseError, UsageError
 from spectui.ops import hostcmds
 from spectui.ops.history import masked_diff, masked_flag_value

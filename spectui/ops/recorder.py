@@ -141,9 +141,7 @@ def analyse_log(log: bytes, argv: Sequence[str] | None, version: str | None,
                 baseline_tps: float | None) -> dict[str, Any]:
     """The check pipeline over the log: diagnoses (check --json shape), the current launch's decode series
     (t from each line's own timestamp), the version guess, phase and the server's own server_args."""
-    from spectui.core.log.parse import guess_version
-    from spectui.core.log.pipeline import Pipeline
-    from spectui.core.log.records import DecodeSample
+    from spectui.core.log import DecodeSample, Pipeline, guess_version
     from spectui.sources.follow import make_engine
 
     pipe = Pipeline(engine=make_engine(list(argv) if argv else None, version, baseline_tps=baseline_tps), bulk=True)
@@ -171,9 +169,7 @@ def config_of(argv: Sequence[str] | None, env: Mapping[str, str], version: str |
               server_args: Mapping[str, Any] | None) -> dict[str, Any]:
     """requested vs effective (SGLang dest names) and the pre-flight verdict, as `flags --json` has them;
     `effective` is the server's own server_args= line when the log holds one (else the prediction)."""
-    from spectui.core.launch.catalogue import pick_version
-    from spectui.core.launch.command import parse_command
-    from spectui.core.launch.resolve import SPEC_VIEW, resolve
+    from spectui.core.launch import SPEC_VIEW, parse_command, pick_version, resolve
 
     out: dict[str, Any] = {"requested": {}, "effective": None, "verdict": None}
     if not argv:

@@ -316,8 +316,8 @@ class Runner:
             self._note(step, phase, rollback=rollback, pid=pid)
 
     def _pipeline(self, rollback: bool) -> Any:
-        from spectui.core.log.pipeline import Pipeline
-        from spectui.core.rules.engine import RuleEngine, load_rules
+        from spectui.core.log import Pipeline
+        from spectui.core.rules import RuleEngine, load_rules
 
         rules, errors = load_rules(tuple(self.rules_dirs))
         if errors and not rules:

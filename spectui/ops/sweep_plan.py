@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spectui.core.launch.command import flag_values, parse_command, unset_flag
+from spectui.core.launch import flag_values, parse_command, unset_flag
 from spectui.errors import UsageError
 from spectui.ops.plan import Edits, build_plan
 from spectui.sources.base import ServerProcess

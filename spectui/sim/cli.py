@@ -57,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KnobError as exc:
         _err(f"spectui.sim: error: {exc}")
         return 2
-    from spectui.core.launch.catalogue import ArgparseFailure, load_catalogue, pick_version
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import ArgparseFailure, load_catalogue, pick_version, resolve
 
     try:
         version, fallback = pick_version(knobs.sglang_version)

@@ -125,7 +125,7 @@ def launch_inputs(launch: Any, version: str | None = None, host_catalogue: Any =
     """From a launch command (text, argv or LaunchCommand; raises CommandParseError on bad text).
     `host_catalogue`: the host's own SGLang flags (sources.hostflags_run) for a release not shipped."""
     from spectui.core.launch import parse_command
-    from spectui.core.rules.config import ConfigContext
+    from spectui.core.rules import ConfigContext
 
     cmd = parse_command(launch) if isinstance(launch, str | list | tuple) else launch
     ctx = ConfigContext(launch=cmd, version=version, host_catalogue=host_catalogue)

@@ -12,10 +12,9 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from spectui.core.launch.command import parse_command
-from spectui.core.log.pipeline import Pipeline, PipelineUpdate
-from spectui.core.log.records import DecodeSample
-from spectui.core.rules.engine import RuleEngine, load_rules
+from spectui.core.launch import parse_command
+from spectui.core.log import DecodeSample, Pipeline, PipelineUpdate
+from spectui.core.rules import RuleEngine, load_rules
 from spectui.sources.base import ConnState, Host, TailLines, TailState
 from spectui.sources.tail import LogTail
 

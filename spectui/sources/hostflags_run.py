@@ -17,8 +17,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from spectui.core.launch.catalogue import CataloguePick, FlagCatalogue, load_catalogue, pick_catalogue
-from spectui.core.launch.hostflags import cached_catalogue, catalogue_for_host, dump_script, needs_host
+from spectui.core.launch import (
+    CataloguePick,
+    FlagCatalogue,
+    cached_catalogue,
+    catalogue_for_host,
+    dump_script,
+    load_catalogue,
+    needs_host,
+    pick_catalogue,
+)
 
 ENV_KEPT = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")
 DUMP_TIMEOUT = 120.0  # real SGLang imports torch on the way to server_args: seconds, not milliseconds

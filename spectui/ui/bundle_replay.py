@@ -44,7 +44,7 @@ def timed_tail(events: list[tuple[float, str]], *, clock: Callable[[], float] = 
 
 def launch_of(bundle: Any) -> Any:
     """The recorded launch command as core.launch reads it (None when absent or unreadable)."""
-    from spectui.core.launch.command import parse_command
+    from spectui.core.launch import parse_command
     from spectui.errors import CommandParseError
 
     command = bundle.launch_command
@@ -58,7 +58,7 @@ def launch_of(bundle: Any) -> Any:
 
 def replay_session(bundle: Any, *, speed: float = 1.0, clock: Callable[[], float] = time.monotonic) -> Session:
     """A read-only Session replaying `bundle` (a verified spectui.bundle.Bundle) at `speed`."""
-    from spectui.core.launch.catalogue import pick_version
+    from spectui.core.launch import pick_version
 
     version = bundle.sglang_version
     if version:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spectui.core.log.records import ErrorEvent, Milestone, MilestoneKind, record_kind
+from spectui.core.log import ErrorEvent, Milestone, MilestoneKind, record_kind
 from spectui.ui.model import ConfigView, LaunchSummary, SeriesHistory, build_config_view
 from spectui.ui.phases import PhaseTimeline
 
@@ -65,8 +65,7 @@ class Cockpit:
         self._warnings = ()
         if self.launch is None:
             return
-        from spectui.core.launch.catalogue import pick_version
-        from spectui.core.launch.resolve import resolve
+        from spectui.core.launch import pick_version, resolve
         from spectui.ops.plan import resolvable_args
 
         args = list(resolvable_args(self.launch))  # the simulator's --sim-* knobs are not SGLang's
@@ -81,8 +80,8 @@ class Cockpit:
         self._warnings = tuple(res.warnings)
 
     def _new_pipeline(self) -> None:
-        from spectui.core.log.pipeline import Pipeline
-        from spectui.core.rules.engine import RuleEngine
+        from spectui.core.log import Pipeline
+        from spectui.core.rules import RuleEngine
 
         rules = self._rules
         if rules is None:
@@ -199,7 +198,7 @@ class Cockpit:
         parser = getattr(self.pipeline, "parser", None)
         if parser is None:
             return None
-        from spectui.core.log.parse import guess_version
+        from spectui.core.log import guess_version
 
         return guess_version(parser.version_hints)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, PrefillSample
+from spectui.core.log import DecodeSample, ErrorEvent, Milestone, MilestoneKind, PrefillSample
 
 ORDER = ("starting", "loading", "kv", "graphs", "ready", "serving")
 LABELS = {"starting": "starting", "loading": "loading", "kv": "KV cache", "graphs": "CUDA graphs",

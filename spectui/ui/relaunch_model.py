@@ -74,7 +74,7 @@ class Draft:
 
 
 def _edit_other(other: str, flag: str, value: str | None, *, unset: bool = False) -> str:
-    from spectui.core.launch.command import LaunchCommand, set_flag, unset_flag
+    from spectui.core.launch import LaunchCommand, set_flag, unset_flag
 
     try:
         cmd = LaunchCommand(env=(), program=("sglang",), args=tuple(shlex.split(other)))
@@ -129,7 +129,7 @@ def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] |
     its environment line (`server_env`: the discovered server's environment, when known)."""
     choices: dict[str, tuple[str, ...]] = {}
     try:
-        from spectui.core.launch.catalogue import load_catalogue, pick_version
+        from spectui.core.launch import load_catalogue, pick_version
 
         cat = load_catalogue(pick_version(version)[0])
         spec = cat.by_dest.get("speculative_algorithm")
@@ -140,7 +140,7 @@ def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] |
     base = launch_env(cmd, server_env)
     if cmd is None:
         return Draft({f.dest: "" for f in SPEC_FIELDS}, "", choices, env_line(base), base)
-    from spectui.core.launch.command import unset_flag
+    from spectui.core.launch import unset_flag
 
     values = {f.dest: _flag_value(cmd.args, f.flag) for f in SPEC_FIELDS}
     rest = cmd
@@ -212,7 +212,7 @@ class Evaluation:
 def build_command(original: Any, draft: Draft) -> Any:
     """The edited LaunchCommand, its `env` the edited environment line. Raises ValueError for a line
     shlex cannot split ("other flags: …" / "environment: …")."""
-    from spectui.core.launch.command import LaunchCommand, set_flag
+    from spectui.core.launch import LaunchCommand, set_flag
 
     try:
         args = tuple(unmask_args(shlex.split(draft.other), draft.other_secrets))
@@ -234,9 +234,7 @@ def build_command(original: Any, draft: Draft) -> Any:
 
 def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     """Diff against the running command and what SGLang `version` would do with the edited one."""
-    from spectui.core.launch.catalogue import pick_version
-    from spectui.core.launch.command import diff
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import diff, pick_version, resolve
     from spectui.core.secrets import display_argv
     from spectui.ops.plan import resolvable_args
 
@@ -319,7 +317,7 @@ def env_diff(base: Mapping[str, str], new: Mapping[str, str]) -> list[tuple[str,
 def edits_from(original: Any, command: Any, env_base: Mapping[str, str] | None = None) -> Any:
     """ops.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants), and the
     environment `env_base` (what the line showed; default: the original command's own) into `command.env`."""
-    from spectui.core.launch.command import diff
+    from spectui.core.launch import diff
     from spectui.ops.plan import Edits
 
     sets: list[tuple[str, str | None]] = []

@@ -12,14 +12,14 @@ import io
 
 import pytest
 
-from spectui.core.launch.catalogue import (
+from spectui.core.launch import (
     ArgparseFailure,
+    catalogue_from_help,
     known_versions,
     load_catalogue,
     pick_catalogue,
     pick_version,
 )
-from spectui.core.launch.helpcatalogue import catalogue_from_help
 
 
 def _fail(version: str, args: list[str], prog: str = "launch_server") -> str:
@@ -85,7 +85,7 @@ def test_flag_judged_from_the_release_it_became_ambiguous(flag: str, value: str,
 
 
 def test_0520_cuda_graph_max_bs_is_an_error_not_judged_with_0510() -> None:
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import resolve
 
     res = resolve(["--model-path", "m", "--cuda-graph-max-bs", "16"], "0.5.20")
     assert res.outcome == "argparse_error" and res.catalogue_version == "0.5.20"

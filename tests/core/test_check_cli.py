@@ -178,7 +178,7 @@ def test_human_view_shows_message_fix_flags_and_why(tmp_path: Path) -> None:
 
 def test_fix_flags_and_first_sentence() -> None:
     from spectui.commands.check.view import first_sentence, fix_flags
-    from spectui.core.rules.engine import Fix
+    from spectui.core.rules import Fix
 
     fix = Fix(set={"--speculative-num-steps": "15", "--disable-cuda-graph": "", "--chat-template": "a b"},
               unset=("--enable-beta-spec", "--speculative-token-map"))

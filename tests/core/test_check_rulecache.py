@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from spectui.commands.check.rules import load_rules_cached
-from spectui.core.rules.engine import load_rules
+from spectui.core.rules import load_rules
 
 RULE = '''id = "USR001"
 title = "{title}"

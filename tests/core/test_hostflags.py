@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.launch.catalogue import ArgparseFailure
-from spectui.core.launch.hostflags import HostFlagsError, catalogue_for_host, parse_dump, read_host_catalogue
-from spectui.core.launch.resolve import resolve
+from spectui.core.launch import (
+    ArgparseFailure,
+    HostFlagsError,
+    catalogue_for_host,
+    parse_dump,
+    read_host_catalogue,
+    resolve,
+)
 
 SERVER_ARGS = '''
 import argparse

@@ -3,7 +3,7 @@ program called logging.basicConfig first) says nothing about the release: no "ba
 
 from __future__ import annotations
 
-from spectui.core.log.parse import LogParser, guess_version
+from spectui.core.log import LogParser, guess_version
 
 WARN = "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly " \
        "setting --max-running-requests."

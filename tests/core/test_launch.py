@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.launch.catalogue import load_catalogue
-from spectui.core.launch.command import FlagChange, LaunchCommand, diff, parse_command, set_flag, unset_flag
+from spectui.core.launch import (
+    FlagChange,
+    LaunchCommand,
+    diff,
+    load_catalogue,
+    parse_command,
+    set_flag,
+    unset_flag,
+)
 from spectui.errors import CommandParseError
 
 # The third launch of the seed incident (/work/shared/seeds/002_*.txt, message 4344), verbatim with the
@@ -213,7 +220,7 @@ def test_no_simulator_knowledge_in_the_launch_model() -> None:
 
 
 def test_simulator_launch_is_judged_on_sglang_flags_only() -> None:
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import resolve
 
     cmd = parse_command(SIM)
     res = resolve(list(cmd.sglang_args), "0.5.6", entry=cmd.entry)

@@ -6,8 +6,7 @@ import random
 
 import pytest
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, WarningEvent
+from spectui.core.log import DecodeSample, ErrorEvent, Milestone, Pipeline, WarningEvent
 
 STARTUP = [
     "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting "

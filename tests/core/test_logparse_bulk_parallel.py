@@ -16,7 +16,7 @@ from test_logparse_bulk import make_log  # same directory (pytest puts it on sys
 
 from spectui.commands.check import par as checkpar
 from spectui.commands.check.scan import check_stream
-from spectui.core.log.pipeline import Pipeline
+from spectui.core.log import Pipeline
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_worker_result_for_another_region_is_not_used(tmp_path: Path, small_thre
             third = data[3 * chunk : 4 * chunk]
             seg.start_chunk(3, third)
             got = seg(third, third.index(b"\n") + 1, third.rindex(b"\n") + 1)
-            from spectui.core.log.bulk import segments
+            from spectui.core.log import segments
 
             assert got == segments(third, third.index(b"\n") + 1, third.rindex(b"\n") + 1)
             assert seg.used == 1

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import (
+from spectui.core.log import (
     DecodeSample,
     ErrorEvent,
+    LogParser,
     Milestone,
     MilestoneKind,
     PrefillSample,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spectui.core.log.serverargs import parse_server_args
+from spectui.core.log import parse_server_args
 
 
 def test_repr_with_quotes_commas_nested_values() -> None:
@@ -65,7 +65,7 @@ def test_not_a_server_args_value() -> None:
 # `server_args=ServerArgs(...)` after __post_init__ (resolved). The values are what spectui's resolver gives
 # for the launch (it agrees with real SGLang on tests/data/resolution): parsed = server_args, resolved = effective.
 def _pair() -> tuple[dict, dict]:
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import resolve
 
     res = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d",
                    "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
@@ -81,8 +81,8 @@ def _decode(n: int) -> list[str]:
 
 
 def _run(lines: list[str]):
-    from spectui.core.log.pipeline import Pipeline
-    from spectui.core.rules.engine import RuleEngine
+    from spectui.core.log import Pipeline
+    from spectui.core.rules import RuleEngine
 
     engine = RuleEngine([])
     pipe = Pipeline(engine=engine)
@@ -95,7 +95,7 @@ ADJUST = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 
 
 
 def test_looks_resolved_tells_the_parsed_line_from_the_resolved_one() -> None:
-    from spectui.core.log.serverargs import looks_resolved, prefer_server_args, unresolved_fields
+    from spectui.core.log import looks_resolved, prefer_server_args, unresolved_fields
 
     parsed, resolved = _pair()
     assert not looks_resolved(parsed) and "speculative_num_draft_tokens" not in unresolved_fields(parsed)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.log.parse import LogParser, guess_version
-from spectui.core.log.records import (
+from spectui.core.log import (
     DecodeSample,
     ErrorEvent,
+    LogParser,
     Milestone,
     MilestoneKind,
     OtherLine,
     PrefillSample,
     RecordKind,
     WarningEvent,
+    guess_version,
 )
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from spectui.core.log.metrics import MetricsTracker, ServerPhase
-from spectui.core.log.parse import LogParser
-from spectui.core.log.pipeline import Pipeline
+from spectui.core.log import LogParser, MetricsTracker, Pipeline, ServerPhase
 
 
 def track(lines: list[str], window: int = 200) -> MetricsTracker:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.launch.pasted import ASSUMED_NOTE, parse_pasted
+from spectui.core.launch import ASSUMED_NOTE, parse_pasted
 from spectui.errors import CommandParseError
 
 FLAGS = ("--model-path m --speculative-algorithm EAGLE3 --speculative-draft-model-path d "
@@ -69,6 +69,6 @@ def test_check_launch_accepts_flags_alone(tmp_path: Path) -> None:
 
 
 def test_rule_example_launch_may_be_flags_alone() -> None:
-    from spectui.core.rules.examples import parse_launch
+    from spectui.core.rules import parse_launch
 
     assert parse_launch(FLAGS).entry == "launch_server"

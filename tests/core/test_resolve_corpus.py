@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.launch.resolve import resolve
+from spectui.core.launch import resolve
 from spectui.core.versions import parse_version
 
 DSV4 = "DeepseekV4ForCausalLM"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.launch.resolve import resolve
+from spectui.core.launch import resolve
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resolution"
 MODEL = {"llama": ("m", "LlamaForCausalLM"), "deepseek_v3": ("ds", "DeepseekV3ForCausalLM")}

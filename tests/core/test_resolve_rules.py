@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.core.launch import resolution as R
-from spectui.core.launch.resolve import resolve
+from spectui.core.launch import resolve
 
 LLAMA = "LlamaForCausalLM"
 DSV3 = "DeepseekV3ForCausalLM"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.launch.catalogue import known_versions, load_catalogue
-from spectui.core.launch.resolve import resolve
-from spectui.core.launch.serverfields import dest_name, field_name, to_fields
+from spectui.core.launch import dest_name, field_name, known_versions, load_catalogue, resolve, to_fields
 from spectui.core.versions import parse_version
 
 SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d", "--speculative-num-steps", "3",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import ErrorEvent
+from spectui.core.log import ErrorEvent, LogParser
 from spectui.core.text import strip_escapes, terminal_safe, terminal_safe_short
 
 CASES = [

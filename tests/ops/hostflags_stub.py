@@ -78,7 +78,7 @@ class ServerArgs:
 
 
 def _flags_json(version: str = "0.5.23") -> str:
-    from spectui.core.launch.catalogue import load_catalogue
+    from spectui.core.launch import load_catalogue
 
     return json.dumps([{"flags": list(s.flags), "dest": s.dest, "action": s.action, "type": s.type,
                         "nargs": s.nargs, "default": s.default,

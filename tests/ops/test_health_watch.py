@@ -8,8 +8,8 @@ from typing import Any
 
 from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.rules.engine import RuleEngine, load_rules
+from spectui.core.log import Pipeline
+from spectui.core.rules import RuleEngine, load_rules
 from spectui.ops.health import LaunchWatcher
 from spectui.sources.local import LocalHost
 

@@ -12,8 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from hostflags_stub import FUTURE_FLAG, fake_sglang, free_port, spectui, stub_server  # noqa: E402
 
-from spectui.core.launch.command import parse_command  # noqa: E402
-from spectui.core.rules.config import ConfigContext  # noqa: E402
+from spectui.core.launch import parse_command  # noqa: E402
+from spectui.core.rules import ConfigContext  # noqa: E402
 from spectui.sources.base import ServerProcess  # noqa: E402
 from spectui.sources.discover import pick_server  # noqa: E402
 from spectui.sources.hostflags_run import dump_argv, server_catalogue, server_python  # noqa: E402

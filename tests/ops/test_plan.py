@@ -6,8 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from spectui.core.launch.command import parse_command
-from spectui.core.launch.resolve import resolve
+from spectui.core.launch import parse_command, resolve
 from spectui.errors import UsageError
 from spectui.ops.hostcmds import display_argv, parse_gpu_apps, redact_env
 from spectui.ops.plan import Edits, build_plan, new_log_path, port_of, resolvable_args

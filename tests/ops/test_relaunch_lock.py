@@ -108,7 +108,7 @@ async def test_a_cancelled_relaunch_is_recorded_as_failed_with_the_reason(lab: S
 
 
 def test_secret_flag_values_are_masked_in_the_history_diff() -> None:
-    from spectui.core.launch.command import FlagChange
+    from spectui.core.launch import FlagChange
 
     rows = masked_diff([FlagChange("--api-key", "old-secret", "new-secret"), FlagChange("--port", "1", "2"),
                         FlagChange("--hf-token", None, "tok")])

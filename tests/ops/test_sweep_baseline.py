@@ -12,7 +12,7 @@ import pytest
 from ops_simlab import SEED_FLAGS, SimLab, health, proc_argv, wait_health
 from test_sweep_e2e import FAST, running, sweep
 
-from spectui.core.launch.command import flag_values, parse_command
+from spectui.core.launch import flag_values, parse_command
 from spectui.ops.history import read_history
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.rules.match import BaselineTps, DecodeWindow, baseline_ratio, spec_math
+from spectui.core.log import Pipeline
+from spectui.core.rules import BaselineTps, DecodeWindow, baseline_ratio, spec_math
 from spectui.core.specdec import depth_advice, theory
 from spectui.sources.follow import make_engine
 

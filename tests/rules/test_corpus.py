@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.rules.compile import load_rules
-from spectui.core.rules.engine import RuleEngine
-from spectui.core.rules.examples import parse_launch
+from spectui.core.log import Pipeline
+from spectui.core.rules import RuleEngine, load_rules, parse_launch
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 RULES, _ = load_rules()

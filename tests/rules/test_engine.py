@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.log.records import (
+from spectui.core.log import (
     DecodeSample,
     ErrorEvent,
     Frame,
@@ -15,10 +15,9 @@ from spectui.core.log.records import (
     MilestoneKind,
     WarningEvent,
 )
+from spectui.core.rules import Rule, RuleEngine, load_file
 from spectui.core.rules import engine as rules
 from spectui.core.rules import match as rule_match
-from spectui.core.rules.compile import Rule, load_file
-from spectui.core.rules.engine import RuleEngine
 
 CTX = LineContext()
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.rules.compile import load_rules
-from spectui.core.rules.examples import run_example
+from spectui.core.rules import load_rules, run_example
 
 RULES, ERRORS = load_rules()
 

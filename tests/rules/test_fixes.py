@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.launch.catalogue import known_versions, load_catalogue
-from spectui.core.launch.command import parse_command, set_flag, unset_flag
-from spectui.core.rules.compile import load_rules
-from spectui.core.rules.engine import RuleEngine
+from spectui.core.launch import known_versions, load_catalogue, parse_command, set_flag, unset_flag
+from spectui.core.rules import RuleEngine, load_rules
 
 RULES, _ = load_rules()
 CATALOGUES = [load_catalogue(v) for v in known_versions()]

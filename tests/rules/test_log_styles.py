@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.rules.compile import load_rules
-from spectui.core.rules.engine import RuleEngine
-from spectui.core.rules.examples import parse_launch
+from spectui.core.log import Pipeline
+from spectui.core.rules import RuleEngine, load_rules, parse_launch
 
 RULES, _ = load_rules()
 ADJUST = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.rules.compile import load_file, load_rules
+from spectui.core.rules import load_file, load_rules
 
 GOOD = '''
 id = "USER001"

@@ -6,8 +6,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import DecodeSample
+from spectui.core.log import DecodeSample, LogParser
 from tests.sim.conftest import CHAIN3, EAGLE3
 
 

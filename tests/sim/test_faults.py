@@ -7,8 +7,7 @@ import time
 
 import httpx
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind
+from spectui.core.log import DecodeSample, ErrorEvent, LogParser, Milestone, MilestoneKind
 from tests.sim.conftest import CHAIN3, EAGLE3
 
 FAST = ["--sim-time-scale", "50"]

@@ -9,8 +9,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import DecodeSample
+from spectui.core.log import DecodeSample, LogParser
 from tests.sim.conftest import CHAIN3, EAGLE3
 
 ARGS = [*EAGLE3, *CHAIN3, "--enable-metrics", "--decode-log-interval", "10", "--sim-time-scale", "25"]

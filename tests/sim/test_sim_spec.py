@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from spectui.core.log.parse import LogParser
-from spectui.core.log.records import DecodeSample
+from spectui.core.log import DecodeSample, LogParser
 from tests.sim.conftest import CHAIN3, EAGLE3
 
 FAST = ["--sim-time-scale", "50"]

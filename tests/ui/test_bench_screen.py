@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from spectui.core.rules.match import BaselineTps
+from spectui.core.rules import BaselineTps
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.bench import BenchScreen, cockpit_baseline
 from spectui.ui.widgets.spec_panel import SpecPanel

@@ -7,7 +7,7 @@ import re
 from conftest import corpus_lines, replay_app, settle
 from textual.command import CommandPalette
 
-from spectui.core.launch.command import parse_command
+from spectui.core.launch import parse_command
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.header import HeaderBar

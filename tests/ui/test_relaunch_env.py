@@ -7,7 +7,7 @@ import dataclasses
 
 from textual.widgets import Input
 
-from spectui.core.launch.command import parse_command
+from spectui.core.launch import parse_command
 from spectui.sources.base import ServerProcess
 from spectui.ui.app import SpectuiApp
 from spectui.ui.relaunch_model import build_command, edits_from, evaluate, split_command

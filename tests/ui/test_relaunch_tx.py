@@ -11,7 +11,7 @@ from ops.ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health
 from textual.geometry import Region
 from textual.widgets import Button, Input
 
-from spectui.core.launch.command import parse_command
+from spectui.core.launch import parse_command
 from spectui.errors import RelaunchError
 from spectui.ops.history import read_history
 from spectui.sim.scenarios import SCENARIOS

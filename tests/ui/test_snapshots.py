@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import replay_app, settle
 
-from spectui.core.launch.command import parse_command
+from spectui.core.launch import parse_command
 from spectui.ui.session import read_recorded_log
 
 RECORDED = Path(__file__).parent / "data" / "silent-override-sim.log"

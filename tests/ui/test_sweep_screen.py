@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.rules.match import BaselineTps
+from spectui.core.rules import BaselineTps
 from spectui.ops.history import read_history
 from spectui.ui import screens
 from spectui.ui.app import SpectuiApp

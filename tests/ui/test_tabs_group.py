@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spectui.core.launch.command import parse_command
+from spectui.core.launch import parse_command
 from spectui.ops.group import group_label, group_targets, node_role, relaunch_refusal
 
 BASE = "python -m sglang.launch_server --model-path /m/llama --tp 8"

@@ -77,7 +77,7 @@ def _build_engine(args: argparse.Namespace) -> Any:
 
     from spectui.commands.check.rules import load_rules_cached
     from spectui.commands.check.scan import CheckInputError
-    from spectui.core.rules.engine import RuleEngine, default_rule_dirs
+    from spectui.core.rules import RuleEngine, default_rule_dirs
     from spectui.errors import CommandParseError
 
     for directory in args.rules:
@@ -89,7 +89,7 @@ def _build_engine(args: argparse.Namespace) -> Any:
         print(f"spectui check: {error}", file=sys.stderr)
     launch = None
     if args.launch:
-        from spectui.core.launch.pasted import parse_pasted
+        from spectui.core.launch import parse_pasted
 
         try:
             launch, assumed = parse_pasted(args.launch)  # the flags alone: launch_server assumed

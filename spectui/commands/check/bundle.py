@@ -28,7 +28,7 @@ def open_bundle(args: argparse.Namespace) -> tuple[IO[bytes], str, Any]:
     if not args.launch and bundle.launch_command:
         args.launch = bundle.launch_command
     if not args.sglang_version and bundle.sglang_version:
-        from spectui.core.launch.catalogue import pick_version
+        from spectui.core.launch import pick_version
 
         try:
             pick_version(bundle.sglang_version)

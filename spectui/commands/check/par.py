@@ -51,7 +51,7 @@ def _read_at(fd: int, length: int, offset: int) -> bytes:
 def chunk_segments(fd: int, index: int, chunk: int) -> tuple[int, int, int, list[Any]] | None:
     """(bytes read, begin, end, segments) for chunk `index`, with the bounds LogParser.feed_bytes uses:
     from after the first newline when the previous chunk did not end with one, to after the last one."""
-    from spectui.core.log.bulk import segments
+    from spectui.core.log import segments
 
     offset = index * chunk
     prev = _read_at(fd, 1, offset - 1) if index else b"\n"

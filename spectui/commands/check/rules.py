@@ -74,7 +74,7 @@ def load_rules_cached(extra_dirs: Sequence[Path] = (), cache_dir: Path | None = 
                 return rules, errors
         except Exception:  # noqa: BLE001 - missing, truncated or stale cache: load the files instead
             pass
-    from spectui.core.rules.engine import load_rules
+    from spectui.core.rules import load_rules
 
     rules, errors = load_rules(extra_dirs)
     if path is not None and key is not None:

@@ -7,10 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from spectui.core.log.metrics import MetricSnapshot
-from spectui.core.log.parse import guess_version
-from spectui.core.log.pipeline import Pipeline
-from spectui.core.log.records import ErrorEvent, RecordKind, WarningEvent
+from spectui.core.log import ErrorEvent, MetricSnapshot, Pipeline, RecordKind, WarningEvent, guess_version
 
 CHUNK = 8 * 1024 * 1024
 MAX_ERRORS = 200  # listed in the result; all are counted

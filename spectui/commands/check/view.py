@@ -12,8 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spectui.commands.check.scan import CheckResult
-from spectui.core.log.metrics import MetricSnapshot, ServerPhase, Stat
-from spectui.core.log.records import RecordKind
+from spectui.core.log import MetricSnapshot, RecordKind, ServerPhase, Stat
 from spectui.core.text import terminal_safe_short
 
 _PHASE_STYLE = {

@@ -9,10 +9,34 @@ Pure: reads go through a `Reader` (LocalReader here; an SSH reader lives outside
 
 from spectui.core.draft.findings import CATEGORIES, FORMATS, SEVERITIES, Finding
 from spectui.core.draft.inspection import Inspection, inspect
-from spectui.core.draft.reader import LocalReader, Reader, ReadError
-from spectui.core.draft.st_header import HeaderError, SafetensorsHeader, TensorInfo, read_header
+from spectui.core.draft.reader import (
+    LocalReader,
+    Reader,
+    ReadError,
+    exists,  # noqa: E402
+)
+from spectui.core.draft.st_header import (
+    HeaderError,
+    SafetensorsHeader,
+    TensorInfo,
+    read_header,
+    read_int_tensor,  # noqa: E402
+)
 
 __all__ = [
-    "CATEGORIES", "FORMATS", "SEVERITIES", "Finding", "HeaderError", "Inspection", "LocalReader", "ReadError",
-    "Reader", "SafetensorsHeader", "TensorInfo", "inspect", "read_header",
+    "CATEGORIES",
+    "FORMATS",
+    "Finding",
+    "HeaderError",
+    "Inspection",
+    "LocalReader",
+    "ReadError",
+    "Reader",
+    "SEVERITIES",
+    "SafetensorsHeader",
+    "TensorInfo",
+    "exists",
+    "inspect",
+    "read_header",
+    "read_int_tensor",
 ]

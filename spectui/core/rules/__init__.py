@@ -4,6 +4,37 @@ metrics and the launch's config, giving diagnoses with evidence and fixes.
 Callers outside this package import these names from here.
 """
 
-from spectui.core.rules.engine import Diagnosis, Fix, Rule, RuleEngine, load_rules
+from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, load_file  # noqa: E402
+from spectui.core.rules.config import ConfigContext  # noqa: E402
+from spectui.core.rules.engine import (
+    Diagnosis,
+    Fix,
+    Rule,
+    RuleEngine,
+    default_rule_dirs,  # noqa: E402
+    load_rules,
+)
+from spectui.core.rules.examples import parse_launch, run_all, run_example  # noqa: E402
+from spectui.core.rules.match import BaselineTps, DecodeWindow, baseline_ratio, spec_math  # noqa: E402
 
-__all__ = ["Diagnosis", "Fix", "Rule", "RuleEngine", "load_rules"]
+__all__ = [
+    "BaselineTps",
+    "CConfig",
+    "CGroup",
+    "CLog",
+    "CMetric",
+    "ConfigContext",
+    "DecodeWindow",
+    "Diagnosis",
+    "Fix",
+    "Rule",
+    "RuleEngine",
+    "baseline_ratio",
+    "default_rule_dirs",
+    "load_file",
+    "load_rules",
+    "parse_launch",
+    "run_all",
+    "run_example",
+    "spec_math",
+]

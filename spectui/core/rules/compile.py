@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spectui.core.log.records import MilestoneKind
+from spectui.core.log import MilestoneKind
 from spectui.core.rules import expr as ruleexpr
 from spectui.core.rules.vocab import in_vocabulary
 from spectui.core.versions import version_tuple

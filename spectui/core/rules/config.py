@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.core.log.serverargs import prefer_server_args
+from spectui.core.log import prefer_server_args
 
 
 def _number(text: str) -> Any:
@@ -45,8 +45,7 @@ def resolve_launch(launch: Any, version: str | None, host_catalogue: Any = None)
     """What SGLang `version` does with this launch, judged with its own catalogue when spectui ships it, else
     the host's own flags when given (`host_catalogue`: sources.hostflags_run), else the nearest one (None if
     it cannot tell)."""
-    from spectui.core.launch.catalogue import pick_version
-    from spectui.core.launch.resolve import resolve
+    from spectui.core.launch import pick_version, resolve
 
     try:
         if host_catalogue is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, MilestoneKind, Record
+from spectui.core.log import DecodeSample, ErrorEvent, Milestone, MilestoneKind, Record
 from spectui.core.rules import expr as ruleexpr
 from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, Rule, load_rules, version_matches
 from spectui.core.rules.config import ConfigContext

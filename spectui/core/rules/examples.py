@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spectui.core.launch.command import LaunchCommand
-from spectui.core.launch.pasted import parse_pasted
+from spectui.core.launch import LaunchCommand, parse_pasted
 from spectui.core.rules.compile import Rule
 from spectui.core.rules.engine import Diagnosis, RuleEngine
 
@@ -50,7 +49,7 @@ def example_lines(example: Example) -> list[str]:
 
 def run_example(rule: Rule, index: int, rules: Sequence[Rule] | None = None) -> ExampleResult:
     """Feed example `index` of `rule` through a Pipeline with `rules` (default: the rule alone)."""
-    from spectui.core.log.pipeline import Pipeline
+    from spectui.core.log import Pipeline
 
     example = rule.examples[index]
     launch = parse_launch(example.launch) if example.launch else None

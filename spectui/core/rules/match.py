@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spectui.core.log.records import DecodeSample, ErrorEvent, Milestone, PrefillSample, Record, WarningEvent
+from spectui.core.log import DecodeSample, ErrorEvent, Milestone, PrefillSample, Record, WarningEvent
 from spectui.core.rules.compile import CDraft, CLog, CMetric
 from spectui.core.specdec import theory as specmath
 

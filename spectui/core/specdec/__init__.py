@@ -18,10 +18,26 @@ from spectui.core.specdec.advisor import (
     depth_advice,
     prior_step_cost,
 )
-from spectui.core.specdec.fit import expected_accept_len, fit
+from spectui.core.specdec.fit import (
+    Observation,  # noqa: E402
+    expected_accept_len,
+    fit,
+)
 
 __all__ = [
-    "Advice", "CostModel", "DepthVerdict", "ModelInfo", "Observed", "Prediction", "Recommendation", "advise",
+    "Advice",
+    "CostModel",
+    "DepthVerdict",
+    "ModelInfo",
+    "Observation",
+    "Observed",
+    "Prediction",
+    "Recommendation",
+    "advise",
     "advise_one",
-    "ceiling", "depth_advice", "expected_accept_len", "fit", "prior_step_cost",
+    "ceiling",
+    "depth_advice",
+    "expected_accept_len",
+    "fit",
+    "prior_step_cost",
 ]

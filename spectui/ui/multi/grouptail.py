@@ -31,7 +31,7 @@ class ErrorLines:
         self._recent: deque[tuple[int, str]] = deque(maxlen=KEEP_LINES)
 
     def feed(self, event: TailLines) -> list[str]:
-        from spectui.core.log.parse import LogParser
+        from spectui.core.log import LogParser
 
         if self._parser is None:
             self._parser = LogParser(first_line=event.first_line)
@@ -43,7 +43,7 @@ class ErrorLines:
         return self._cut(self._parser.flush()) if self._parser is not None else []
 
     def _cut(self, records: Sequence[Any]) -> list[str]:
-        from spectui.core.log.records import ErrorEvent
+        from spectui.core.log import ErrorEvent
 
         out: list[str] = []
         for r in records:

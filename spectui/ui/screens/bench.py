@@ -41,7 +41,7 @@ def cockpit_baseline(session: Any, tps: float | None, source: str | None) -> dic
 def _model_path(launch: Any) -> str | None:
     if launch is None:
         return None
-    from spectui.core.launch.command import flag_values
+    from spectui.core.launch import flag_values
 
     try:
         return flag_values(launch).get("--model-path") or None
@@ -152,6 +152,6 @@ class BenchScreen(ModalScreen[None]):
         self._say(Text("done", style="bold green"))
         self.query_one("#bench-result", Static).update(result_text(out))
         if out.get("spec") is None and out.get("output_tokens_per_s"):
-            from spectui.core.rules.match import BaselineTps
+            from spectui.core.rules import BaselineTps
 
             c.set_baseline(BaselineTps(out["output_tokens_per_s"], out["workload"].get("concurrency")), "measured")

@@ -117,7 +117,7 @@ class ServerWatch:
             await asyncio.sleep(1.0 if fast else SUCCESSOR_SLOW)
 
     async def _follow_successor(self, old_pid: int, succ: Any) -> None:
-        from spectui.core.launch.command import parse_command
+        from spectui.core.launch import parse_command
 
         s: Any = self.session  # type: ignore[attr-defined]
         if succ.log_path in (self.log_path, getattr(self, "switching_to", None)) and s.pid == succ.pid:  # type: ignore[attr-defined]

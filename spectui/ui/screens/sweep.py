@@ -278,7 +278,7 @@ class SweepScreen(ModalScreen[None]):
         """The dashboard follows what runs at the end (if its successor watch has not already)."""
         from types import SimpleNamespace
 
-        from spectui.core.launch.command import parse_command
+        from spectui.core.launch import parse_command
         from spectui.ui.messages import RelaunchFinished
 
         restore, cur = out.get("restore") or {}, self.sweep.current

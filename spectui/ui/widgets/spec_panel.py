@@ -104,7 +104,7 @@ class SpecPanel(Widget):
     def _versus(t: Text, tps: float | None, running: Any, d: SpecData) -> None:
         """`×0.83 vs no speculation` (red below 1): the same ratio SPEC026 judges (core.rules.match), so
         nothing when the baseline was measured at another concurrency."""
-        from spectui.core.rules.match import baseline_ratio
+        from spectui.core.rules import baseline_ratio
 
         if d.baseline is None:
             return

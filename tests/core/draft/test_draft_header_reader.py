@@ -6,9 +6,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from spectui.core.draft import HeaderError, LocalReader, Reader, read_header
-from spectui.core.draft.reader import exists
-from spectui.core.draft.st_header import read_int_tensor
+from spectui.core.draft import HeaderError, LocalReader, Reader, exists, read_header, read_int_tensor
 
 
 async def test_header_matches_what_was_written(tmp_path):

@@ -10,15 +10,16 @@ import json
 
 import pytest
 
-from spectui.core.specdec.advisor import (
+from spectui.core.specdec import (
     CostModel,
+    Observation,
     Observed,
     advise,
     ceiling,
     depth_advice,
     expected_accept_len,
+    fit,
 )
-from spectui.core.specdec.fit import Observation, fit
 from spectui.errors import InputError
 
 # SpecForge docs/spec_bundle/public/raw_data/data.json, as averaged over 7 benchmarks in
