@@ -36,6 +36,8 @@ async def test_a_cockpit_relaunch_records_the_accept_len_and_tok_s_it_reached(tm
             assert screen.evaluation.launchable
             await pilot.press("ctrl+s", "ctrl+s")
             await wait_for(lambda: session.current_pid != demo.proc.pid, pilot, timeout=120)
+            # The cockpit may follow the new pid (successor) a moment before the relaunch records it healthy.
+            await wait_for(lambda: read_history()[0].outcome != "running", pilot, timeout=120)
             new_pid = session.current_pid
             (rec,) = read_history()
             assert rec.outcome == "healthy" and rec.new_pid == new_pid
