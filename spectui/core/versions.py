@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 Version = tuple[int, int, int, int]
 
@@ -12,6 +13,7 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?(?:\.?(?:a|b
 _PRE = re.compile(r"(?:\.?(?:a|b|rc)\d+|\.?dev\d*)(?:\+[\w.]+)?$")
 
 
+@lru_cache(maxsize=512)  # the resolver asks ~15 times a launch for the same few releases
 def parse_version(text: str) -> Version:
     """(major, minor, patch, post). A pre-release or dev build of X sorts just below X (post = -1): its code
     is X's, minus what landed last. Raises ValueError for anything that is not a release number."""
