@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from perf_ui import LINES, cpu_seconds, stream  # noqa: E402
+from perf_ui import LINES, cpu_seconds, measure_keys, stream  # noqa: E402
 
 
 def _app(sessions):
@@ -32,37 +32,20 @@ def _app(sessions):
 
 
 async def key_latency(tabs: int, rate: int, seconds: float) -> tuple[list[float], int, int]:
-    from textual import events
 
     from spectui.ui.session import Session
 
     sessions = [Session(label=f"gpu{i}", log_path="bench.log", tail_factory=stream(rate), probe_gpus=False)
                 for i in range(tabs)]
     app = _app(sessions)
-    samples: list[float] = []
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause(2.0)  # every tab has started and read its first lines
-        dash = app.dashboard
-        original = dash.action_toggle_follow
-        answered = asyncio.Event()
 
-        def toggled() -> None:
-            original()
-            dash.call_after_refresh(answered.set)
-
-        dash.action_toggle_follow = toggled  # type: ignore[method-assign]
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            answered.clear()
-            key = events.Key("space", " ")
-            key.set_sender(app)
-            t0 = time.perf_counter()
-            app._driver.send_message(key)
-            await answered.wait()
-            samples.append((time.perf_counter() - t0) * 1000)
-            await asyncio.sleep(0.05)
+    def counts(app):  # type: ignore[no-untyped-def]
         lines = sum(t.dashboard.query_one("LogView").last_line_no for t in app.tabs)
         waiting = sum(t.dashboard._pending_count for t in app.tabs)  # received, not parsed yet
+        return lines, waiting
+
+    # every tab has started and read its first lines before the first key
+    samples, (lines, waiting), _dash = await measure_keys(app, seconds, settle=2.0, inside=counts)
     return samples, lines, waiting
 
 

@@ -43,9 +43,11 @@ def stream(rate: int):
     return events
 
 
-async def measure_keys(app, seconds: float) -> tuple[list[float], int, object]:  # type: ignore[no-untyped-def]
+async def measure_keys(app, seconds: float, settle: float = 0.5,  # type: ignore[no-untyped-def]
+                       inside=None) -> tuple[list[float], int, object]:
     """Press space (pause/resume) every 50 ms for `seconds`: ms from the key entering the app to the screen
-    having been refreshed after its action ran. Returns (samples, lines the log view holds, the dashboard)."""
+    having been refreshed after its action ran. Returns (samples, lines the log view holds, the dashboard);
+    with `inside`, its result on the app (still running) instead of the line count."""
     from textual import events
 
     samples: list[float] = []
@@ -59,7 +61,7 @@ async def measure_keys(app, seconds: float) -> tuple[list[float], int, object]: 
             dash.call_after_refresh(answered.set)  # answered = handled and repainted
 
         dash.action_toggle_follow = toggled  # type: ignore[method-assign]
-        await pilot.pause(0.5)
+        await pilot.pause(settle)
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             answered.clear()
@@ -70,7 +72,7 @@ async def measure_keys(app, seconds: float) -> tuple[list[float], int, object]: 
             await answered.wait()
             samples.append((time.perf_counter() - t0) * 1000)
             await asyncio.sleep(0.05)
-        lines = dash.query_one("LogView").last_line_no
+        lines = inside(app) if inside is not None else dash.query_one("LogView").last_line_no
     return samples, lines, dash
 
 
