@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input
 from spectui.ops.history import read_history
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.history import HistoryScreen
-from spectui.ui.screens.relaunch import REACHED_SAMPLES, RelaunchScreen
+from spectui.ui.screens.relaunch import RelaunchScreen
 
 
 async def test_a_cockpit_relaunch_records_the_accept_len_and_tok_s_it_reached(tmp_path, monkeypatch) -> None:
@@ -44,8 +44,7 @@ async def test_a_cockpit_relaunch_records_the_accept_len_and_tok_s_it_reached(tm
             # Recorded from the cockpit's pipeline once the new launch's first window is read.
             await wait_for(lambda: read_history()[0].accept_len is not None, pilot, timeout=90)
             (rec,) = read_history()
-            snap = dash.cockpit.snapshot
-            assert dash.log_path == rec.log and snap.samples >= REACHED_SAMPLES
+            assert dash.log_path == rec.log  # recorded from the new launch's own log
             assert 1.0 <= rec.accept_len <= 4.0  # at most steps + 1
             assert rec.gen_tokens_per_s is not None and rec.gen_tokens_per_s > 0
             await pilot.press("h")

@@ -278,8 +278,10 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
 
     async def switch_log(self, path: str, *, launch: Any = None, marker: str | None = None) -> None:
         """Follow a new log (after a relaunch): plots keep the old launch behind a boundary."""
+        if path in (self.log_path, getattr(self, "switching_to", None)):
+            return  # already there (or on the way): a successor found and this cockpit's own relaunch both land here
         log = self.query_one(LogView)
-        self.switching_to = path  # a successor found and this cockpit's own relaunch may both land here
+        self.switching_to = path
         self.workers.cancel_group(self, "tail")
         while self._pending or self.processing:  # the old log's last lines belong to the old pipeline
             self.flush()
