@@ -20,6 +20,7 @@ from spectui.bundle import BundleParts
 from spectui.bundle.logcut import DEFAULT_LOG_BUDGET, line_time
 from spectui.errors import DiscoveryError, SpectuiError
 from spectui.sources.base import Host, ServerProcess
+from spectui.sources.discover import flag_value
 
 READ_CAP_FACTOR = 8  # read at most this many --log-bytes of a huge log (its tail); the writer cuts further
 MIN_READ_CAP = 64 << 20
@@ -45,15 +46,6 @@ class Recording:
     server: ServerProcess | None
     log_path: str
     notes: list[str]
-
-
-def _flag(argv: Sequence[str], name: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(name + "="):
-            return word.split("=", 1)[1]
-    return None
 
 
 async def find_server(host: Host, log_path: str | None, pid: int | None) -> ServerProcess | None:
@@ -98,7 +90,7 @@ async def sample(host: Host, server: ServerProcess | None, opts: RecordOptions, 
     port = opts.server_port or (server.port if server else None)
     probe = None
     if port:
-        api_key = _flag(server.argv, "--api-key") if server else None
+        api_key = flag_value(server.argv, "--api-key") if server else None
         probe = ServerProbe(host, port, server.host_addr if server else "127.0.0.1", timeout=5.0, api_key=api_key)
     said: set[str] = set()
     gpus_ok = True

@@ -63,7 +63,8 @@ def program_of(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _flag(argv: Sequence[str], name: str) -> str | None:
+def flag_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of `--name V` or `--name=V` in argv (None when absent)."""
     for i, word in enumerate(argv):
         if word == name and i + 1 < len(argv):
             return argv[i + 1]
@@ -101,8 +102,8 @@ def parse_proc_dump(text: str, marker: str) -> list[ServerProcess]:
         ppid, pgid = int(fields[1]), int(fields[2])
         env = dict(e.split("=", 1) for e in parts.get("ENV", "").split("\0") if "=" in e)
         fd1, fd2 = _file_target(parts.get("FD1", "").strip()), _file_target(parts.get("FD2", "").strip())
-        port_text = _flag(argv, "--port")
-        host_addr = _flag(argv, "--host") or "127.0.0.1"
+        port_text = flag_value(argv, "--port")
+        host_addr = flag_value(argv, "--host") or "127.0.0.1"
         proc = ServerProcess(
             pid=int(pid_text),
             pgid=pgid,
