@@ -12,8 +12,10 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spectui.commands.sshopts import add_ssh_options
 
-    parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port] (`…:/path/to/log` picks the "
-                             "server writing that log)")
+    parser.add_argument("targets", metavar="TARGET", nargs="+",
+                        help="where the server runs: local or [user@]host[:port] (`…:/path/to/log` picks the server "
+                             "writing that log). Several TARGETs: every node of one multi-node (--nnodes) or PD "
+                             "server, relaunched together (all stopped, then all started, node rank 0 first)")
     parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
     parser.add_argument("--set", dest="sets", metavar="FLAG=VALUE", action="append", default=[],
                         help="set a flag, written without dashes: --set speculative-num-steps=15 (repeatable)")
@@ -59,9 +61,13 @@ async def _run(args: argparse.Namespace) -> int:
     from spectui.ops.relaunch import RelaunchOptions, execute, prepare
     from spectui.sources.target import open_host, parse_target
 
-    target = parse_target(args.target)
+    if len(args.targets) > 1:
+        from spectui.commands.relaunchgroup import run_group
+
+        return await run_group(args, _confirm_text, _printer)
+    target = parse_target(args.targets[0])
     if target.kind not in ("local", "ssh"):
-        raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
+        raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.targets[0]!r})")
     edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
     for name in ("health_timeout", "stop_timeout", "observe"):
         if getattr(args, name) < 0:
@@ -109,12 +115,15 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _confirm(plan: Any) -> bool:
+    return _confirm_text(f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
+
+
+def _confirm_text(question: str) -> bool:
     from spectui.errors import UsageError
 
     if not sys.stdin.isatty():
         raise UsageError("stdin is not a terminal: pass --yes to relaunch without asking (or --dry-run)")
-    answer = input(f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
-    return answer.strip().lower() in ("y", "yes")
+    return input(question).strip().lower() in ("y", "yes")
 
 
 def _printer(stream: Any) -> Any:

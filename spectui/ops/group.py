@@ -5,10 +5,10 @@ make the processes of one multi-node server (same init address), and `--disaggre
 the two sides of a PD deployment (grouped by model path). The cockpit shows such a group as one tab: the
 decode lines of the member that prints them, the errors of every member.
 
-Relaunching a group is refused: every rank must stop and start again together, with the same
-`--dist-init-addr` and the new flags on every node, and a failure half-way leaves ranks waiting forever
-for peers. ops.relaunch is a one-process transaction; until a multi-host transaction exists,
-`relaunch_refusal()` says why in one line.
+A group is relaunched whole (ops.grouprelaunch): every node stopped, then all started, node rank 0 first,
+with the same edits. `relaunch_refusal()` says in one line why a group tab cannot be relaunched: a node
+the flags promise was not connected (stopping the others would leave it waiting for peers, or running
+alone against a group that restarted).
 """
 
 from __future__ import annotations
@@ -159,13 +159,13 @@ def group_label(labels: Sequence[str], group: Group) -> str:
 
 
 def relaunch_refusal(group: Group, labels: Sequence[str]) -> str | None:
-    """Why relaunching this tab is refused (None for an ordinary one-process server)."""
+    """Why relaunching this tab is refused (None: an ordinary server, or a group with every node connected)."""
     if not group.is_group:
         return None
-    names = ", ".join(labels[i] for i in group.members)
     missing = group.missing()
-    gone = f"; not connected: {', '.join(missing)}" if missing else ""
-    return (f"relaunch refused: this server is a {group.kind} group ({names}{gone}). Every process must "
-            "stop and start together with the same --dist-init-addr and the new flags, and spectui's "
-            "relaunch is a one-process transaction: restarting one member would leave the others waiting "
-            "for peers. Relaunch the nodes together by hand (or with your launcher).")
+    if not missing:
+        return None
+    names = ", ".join(labels[i] for i in group.members)
+    return (f"relaunch refused: this server is a {group.kind} group ({names}) and not every node is connected "
+            f"(missing {', '.join(missing)}). Every node must stop and start together: connect them all "
+            "(spectui connect NODE0 NODE1 …), then relaunch the group.")

@@ -98,6 +98,8 @@ class LaunchRecord(BaseModel):
     gen_tokens_per_s: float | None = None
     diagnoses: list[str] = []  # "RULE: title" of what the rules said about a failed launch
     ended: str | None = None
+    group: str | None = None  # one id for every node of a multi-node / PD group relaunched together
+    node: str | None = None  # that node's role in the group ("node 1/2", "prefill")
 
     def changes_summary(self) -> str:
         """Flag and environment changes in one line ("–" when it was a plain restart)."""

@@ -33,7 +33,7 @@ def _cause(diagnoses: Sequence[Any]) -> Any:
     return diagnoses[0] if diagnoses else None
 
 
-class _Failed(Exception):
+class StepFailed(Exception):
     """A step after the stop failed; the message is for the operator."""
 
 
@@ -142,7 +142,7 @@ class Runner:
         try:
             new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
         except HostError as exc:
-            if not await self._reconnect(exc):
+            if not await self.reconnect(exc):
                 return self._lost(exc, "while starting the known command")
             new = Attempt(self.started_pid, plan.log_path, False, f"connection lost while starting ({exc})")
         if new.healthy:
@@ -155,11 +155,11 @@ class Runner:
             try:
                 survivors = procs.alive_in_group(await procs.list_procs(self.host), new.pid)
                 if survivors and self.opt.rollback:
-                    await self._stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
+                    await self.stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
                     state = f"stopped it again: {state}, as before"
                 elif survivors:
                     state = f"pid {new.pid} is left running unhealthy (--no-rollback)"
-            except (_Failed, HostError, RelaunchError) as exc:
+            except (StepFailed, HostError, RelaunchError) as exc:
                 state = f"pid {new.pid} may still run: stopping it failed ({exc})"
         msg = f"new launch failed: {reason}; nothing to roll back to (no server ran before it): {state}"
         return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
@@ -169,18 +169,18 @@ class Runner:
     async def run(self) -> RelaunchResult:
         s, plan = self.plan.server, self.plan
         try:
-            await self._stop(s.pgid, [p.pid for p in self.group], s.port, rollback=False, first=True)
-        except _Failed as exc:
+            await self.stop(s.pgid, [p.pid for p in self.group], s.port, rollback=False, first=True)
+        except StepFailed as exc:
             return await self._after_failure(str(exc), Attempt(None, None, False, str(exc)), started=False)
         except HostError as exc:  # the link dropped while stopping: reconnect, then restore
-            if not await self._reconnect(exc):
+            if not await self.reconnect(exc):
                 return self._lost(exc, "while stopping the old server")
             return await self._after_failure(f"connection lost while stopping ({exc})",
                                              Attempt(None, None, False, str(exc)), started=False)
         try:
             new = await self._start_and_wait(plan.new.argv, plan.log_path, plan.port, rollback=False)
         except HostError as exc:
-            if not await self._reconnect(exc):
+            if not await self.reconnect(exc):
                 return self._lost(exc, "while starting the new command")
             new = Attempt(self.started_pid, plan.log_path, False, f"connection lost while starting ({exc})")
         if new.healthy:
@@ -188,7 +188,7 @@ class Runner:
             return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
         return await self._after_failure(new.error or "failed", new, started=new.pid is not None)
 
-    async def _reconnect(self, exc: Exception) -> bool:
+    async def reconnect(self, exc: Exception) -> bool:
         """One reconnect after a dropped link (SSH); False when the host stays unreachable."""
         self._note(Step.RECONNECTING, f"connection lost ({exc}); reconnecting")
         try:
@@ -216,12 +216,10 @@ class Runner:
         try:
             if started and new.pid is not None:
                 survivors = procs.alive_in_group(await procs.list_procs(self.host), new.pid)
-                await self._stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
-            log = new_log_path(s.log_path, s.cwd, datetime.now(), [plan.log_path])
-            while await self.host.stat(log) is not None:
-                log = new_log_path(s.log_path, s.cwd, datetime.now(), [plan.log_path, log])
+                await self.stop(new.pid, [p.pid for p in survivors], plan.port, rollback=True, first=False)
+            log = await self.rollback_log()
             old = await self._start_and_wait(plan.old.argv, log, s.port or plan.port, rollback=True)
-        except (_Failed, HostError) as exc:
+        except (StepFailed, HostError) as exc:
             old = Attempt(None, None, False, str(exc))
         if old.healthy:
             self._note(Step.ROLLED_BACK, f"previous command healthy again as pid {old.pid}", rollback=True, pid=old.pid)
@@ -233,7 +231,16 @@ class Runner:
                    f"{self.host.name} — see {old.log or new.log or 'the logs'}")
         return RelaunchResult(plan, new, old, msg, None, tuple(self.steps))
 
-    async def _stop(self, pgid: int, pids: list[int], port: int | None, *, rollback: bool, first: bool) -> None:
+    async def rollback_log(self) -> str:
+        """A new log beside the old one for the restored command (never the new launch's, never one on the host)."""
+        s, taken = self.plan.server, [self.plan.log_path]
+        log = new_log_path(s.log_path, s.cwd, datetime.now(), taken)
+        while await self.host.stat(log) is not None:
+            taken.append(log)
+            log = new_log_path(s.log_path, s.cwd, datetime.now(), taken)
+        return log
+
+    async def stop(self, pgid: int, pids: list[int], port: int | None, *, rollback: bool, first: bool) -> None:
         o = self.opt
         self._note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
         sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own)
@@ -241,7 +248,7 @@ class Runner:
             if first:  # nothing was signalled: the old server still runs untouched
                 raise RelaunchError(f"could not signal process group {pgid} on {self.host.name} "
                                     f"({sent.reason}); nothing was changed")
-            raise _Failed(f"could not signal process group {pgid}: {sent.reason}")
+            raise StepFailed(f"could not signal process group {pgid}: {sent.reason}")
         left = await procs.wait_group_gone(self.host, pgid, o.stop_grace_s)
         if left:
             self._note(Step.KILLING, f"still alive after {o.stop_grace_s:g} s: SIGKILL to process group {pgid}",
@@ -250,20 +257,27 @@ class Runner:
             left = await procs.wait_group_gone(self.host, pgid, o.kill_wait_s)
             if left:
                 who = ", ".join(f"{p.pid} ({p.stat})" for p in left[:5])
-                raise _Failed(f"process group {pgid} survived SIGKILL for {o.kill_wait_s:g} s: {who}")
+                raise StepFailed(f"process group {pgid} survived SIGKILL for {o.kill_wait_s:g} s: {who}")
         if port:
             self._note(Step.WAITING_PORT, f"waiting for port {port} to be free", rollback=rollback)
             held = await procs.wait_port_free(self.host, port, o.port_timeout_s)
             if held:
-                raise _Failed(f"port {port} still in use after {o.port_timeout_s:g} s (listening socket inode "
+                raise StepFailed(f"port {port} still in use after {o.port_timeout_s:g} s (listening socket inode "
                               f"{held[0]}; `ss -ltnp 'sport = :{port}'` on the host shows who holds it)")
         self._note(Step.WAITING_GPU, "waiting for GPU memory to be released", rollback=rollback)
         held_gpu = await procs.wait_gpu_released(self.host, set(pids), o.gpu_timeout_s)
         if held_gpu:
             who = ", ".join(f"pid {a.pid} ({a.used_memory})" for a in held_gpu[:5])
-            raise _Failed(f"GPU memory still held after {o.gpu_timeout_s:g} s by {who}")
+            raise StepFailed(f"GPU memory still held after {o.gpu_timeout_s:g} s by {who}")
 
     async def _start_and_wait(self, argv: Sequence[str], log: str, port: int, *, rollback: bool) -> Attempt:
+        started = await self.start(argv, log, rollback=rollback)
+        if isinstance(started, Attempt):
+            return started
+        return await self.wait(started, log, port, rollback=rollback)
+
+    async def start(self, argv: Sequence[str], log: str, *, rollback: bool) -> int | Attempt:
+        """Start `argv` detached with output to `log`: its pid, or the failed Attempt (nothing started)."""
         s = self.plan.server
         self._note(Step.STARTING, f"starting detached, log {log}", rollback=rollback)
         try:
@@ -274,6 +288,10 @@ class Runner:
             return Attempt(None, log, False, str(exc))
         if not rollback:
             self.started_pid = pid
+        return pid
+
+    async def wait(self, pid: int, log: str, port: int, *, rollback: bool) -> Attempt:
+        """Wait until the started `pid` is healthy (its log through the rules, /health on `port`) or failed."""
         # The previous command was serving minutes ago: give it the time a big model needs to load even
         # when --health-timeout was set short for the new one.
         timeout = max(self.opt.health_timeout_s, ROLLBACK_HEALTH_MIN_S) if rollback else self.opt.health_timeout_s
@@ -281,7 +299,7 @@ class Runner:
         try:
             out = await watcher.wait_healthy(timeout)
         except HostError as exc:  # the server runs on regardless of our link: reconnect and keep waiting
-            if not await self._reconnect(exc):
+            if not await self.reconnect(exc):
                 raise
             watcher = self._watcher(pid, log, port, rollback)
             out = await watcher.wait_healthy(timeout)

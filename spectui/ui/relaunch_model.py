@@ -351,6 +351,10 @@ async def run_ops_relaunch(session: Any, command: Any, *, progress: Callable[[st
     environment the screen showed (its edits become --set-env / --unset-env)."""
     if session.relaunch is not None:
         return await session.relaunch(command, progress)
+    if getattr(session, "group", None) is not None:  # every node of a multi-node / PD server, together
+        from spectui.ui.grouprelaunch import run_group_relaunch
+
+        return await run_group_relaunch(session, edits_from(session.launch, command, env_base), progress=progress)
     from spectui.ops.relaunch import execute, prepare
 
     edits = edits_from(session.launch, command, env_base)

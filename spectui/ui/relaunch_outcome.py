@@ -32,7 +32,7 @@ def live_text(steps: Sequence[tuple[str, str]], secrets: list[str]) -> Text:
 
 def cause_of(result: Any) -> Any:
     """The diagnosis that ended the failed start: the runner's pick, else the first error one."""
-    new = getattr(result, "new", None)
+    new = getattr(result, "failed_attempt", None) or getattr(result, "new", None)  # a group: the node that failed
     cause = getattr(new, "cause", None)
     if cause is None:
         cause = next((d for d in getattr(new, "diagnoses", ()) if d.severity == "error"), None)
@@ -42,7 +42,7 @@ def cause_of(result: Any) -> Any:
 def failure_text(result: Any, secrets: list[str]) -> Text:
     """A relaunch that did not end healthy: why, the diagnosis, the rollback's steps, what runs now."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    new = result.new
+    new = getattr(result, "failed_attempt", None) or result.new  # a group: the node that failed
     _line(t, f"✗ relaunch failed: {scrub(new.error or result.message or 'the new server is not healthy', secrets)}",
           "bold red")
     cause = cause_of(result)
@@ -68,6 +68,10 @@ def failure_text(result: Any, secrets: list[str]) -> Text:
         _line(t, f"no healthy server runs now — see {result.rollback.log or new.log or 'the logs'}", "red")
     else:
         _line(t, scrub(result.message, secrets), "red")
+    for m in getattr(result, "members", ()):  # a group: what runs now on every node
+        now = m.rollback if m.rollback is not None else m.new
+        state = "healthy" if now.healthy else "not healthy"
+        _line(t, f"{m.label}: pid {now.pid or '–'} {state}" + (f" ({now.log})" if now.log else ""), "dim")
     _line(t, "press Relaunch to plan again from what runs now", "dim")
     return t
 

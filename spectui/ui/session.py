@@ -33,6 +33,7 @@ class Session:
     current_pid: int | None = None  # set after a relaunch (the discovered `server` is the old process)
     from_start: bool = False  # read the whole log (a file target: its server_args line and every launch)
     liveness: Any = None  # sources.liveness.LivenessConfig; None = defaults (+ SPECTUI_* env); False = no probes
+    group: Any = None  # ui.grouprelaunch.GroupTarget: this tab is a multi-node / PD server, relaunched whole
 
     @property
     def pid(self) -> int | None:

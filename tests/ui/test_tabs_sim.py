@@ -1,6 +1,7 @@
 """`spectui connect T1 T2 …` against real simulators: one tab per server, the summary strip, the switching
 keys, a two-node server recognised from its flags and shown as one group tab (decode lines from the node
-that prints them, the other node's error merged in), and its relaunch refused with the reason."""
+that prints them, the other node's error merged in), relaunched whole (tests/ui/test_tabs_group_relaunch.py)
+and refused with the reason when a node is not connected."""
 
 from __future__ import annotations
 
@@ -131,18 +132,21 @@ async def test_three_servers_in_tabs_strip_and_switching_keys(labs, tmp_path) ->
             await s.host.close()
 
 
-async def test_a_two_node_server_is_one_group_tab_and_its_relaunch_is_refused(labs) -> None:
-    node0 = labs("node0", [*EAGLE, *TWO_NODES, "--node-rank", "0"])
-    # node 1 (the simulator prints decode lines there too; SGLang's rank 0 would) crashes after a while
-    node1 = labs("node1", [*EAGLE, *TWO_NODES, "--node-rank", "1"], {"SPECTUI_SIM_FAULT": "crash-after 60", "SPECTUI_SIM_TRAFFIC": "0.2"})
+async def test_a_two_node_server_is_one_group_tab_and_a_missing_node_refuses_its_relaunch(labs) -> None:
+    # node 1 joins node 0's rendezvous (neither is healthy before both run); node 0 crashes after a while and
+    # node 1, its peer gone, fails too: its error is merged into the group tab
+    node1 = labs("node1", [*EAGLE, *TWO_NODES, "--node-rank", "1"], healthy=False)
+    node0 = labs("node0", [*EAGLE, *TWO_NODES, "--node-rank", "0"], {"SPECTUI_SIM_FAULT": "crash-after 60"})
     plain = labs("plain", EAGLE)
     args = connect_args(node1, plain, node0)
     sessions = await connectmulti.sessions_for(args, [node1, plain, node0], build_session)
     specs = tab_specs(sessions)
     assert [s.label for s in specs] == ["local:node1.log+local:node0.log [2 nodes]", "local:plain.log"]
     group = specs[0]
-    assert group.refusal and "2 nodes" in group.refusal and "--dist-init-addr" in group.refusal
+    assert group.refusal is None and group.session.group is not None  # every node connected: relaunched whole
     assert group.session.pid == sessions[2].pid  # node rank 0 leads
+    (alone,) = tab_specs([sessions[2]])  # node 0 without node 1
+    assert alone.refusal and "2 nodes" in alone.refusal and "missing node rank 1" in alone.refusal
     app = TabbedApp(specs)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
@@ -156,15 +160,22 @@ async def test_a_two_node_server_is_one_group_tab_and_its_relaunch_is_refused(la
             assert any("Traceback" in ln for ln in text), text[-40:]
             node0_decodes = Path(node0[len("local:"):]).read_text().count("Decode batch")
             assert sum("Decode batch" in ln for ln in text) <= node0_decodes  # only node 0's decode lines
-            await pilot.press("r")
+            await pilot.press("r")  # the group's relaunch screen (read-only here: disabled)
             await pilot.pause()
-            assert app.screen is dash  # no relaunch screen: refused with the reason
+            assert type(app.screen).__name__ == "RelaunchScreen" and app.screen.query("#group-note")
+            await pilot.press("escape")
             await pilot.pause(1.2)
             strip = app.screen.query_one(SummaryStrip)
             assert strip.entries[0].group and strip.entries[0].worst == "error"
             await pilot.press("2", "r")  # the ordinary server's relaunch screen still opens (read-only here)
             await pilot.pause()
-            assert type(app.screen).__name__ == "RelaunchScreen"
+            assert type(app.screen).__name__ == "RelaunchScreen" and not app.screen.query("#group-note")
+        lone = TabbedApp([alone])
+        async with lone.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.press("r")
+            await pilot.pause()
+            assert lone.screen is lone.tabs[0].dashboard  # no relaunch screen: refused with the reason
     finally:
         for s in sessions:
             await s.host.close()

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from spectui.ops.group import group_label, group_targets, relaunch_refusal
+from spectui.ui.grouprelaunch import GroupTarget
 from spectui.ui.multi.app import TabSpec
 from spectui.ui.multi.grouptail import group_tail
 from spectui.ui.session import Session
@@ -36,7 +37,8 @@ def tab_specs(sessions: Sequence[Session], baselines: Sequence[float | None] = (
         member_labels = [f"{labels[i]} ({r.describe})" if r else labels[i]
                          for i, r in zip(group.members, group.roles, strict=True)]
         tail = group_tail(members, member_labels, group.primary) if len(members) > 1 else None
-        session = dataclasses.replace(primary, label=label, tail_factory=tail or primary.tail_factory)
+        target = GroupTarget(group.kind, tuple(members), tuple(member_labels))
+        session = dataclasses.replace(primary, label=label, tail_factory=tail or primary.tail_factory, group=target)
         specs.append(TabSpec(label, session, members=tuple(members), refusal=relaunch_refusal(group, labels),
                              baseline_tps=base[group.members[group.primary]]))
     return specs

@@ -119,6 +119,12 @@ class RelaunchScreen(ModalScreen[None]):
             if self.session.read_only:
                 yield Static(Text("read-only session (--read-only): you can edit and see the verdict, "
                                   "but relaunch is disabled", style="bold yellow"))
+            group = getattr(self.session, "group", None)
+            if group is not None:
+                yield Static(Text(f"group relaunch · {group.kind}: {group.describe()}. The edits go to every node "
+                                  "(each keeps its own --node-rank, host and environment); every node is stopped, "
+                                  "then all start, node 0 first, and must all become healthy — a failure restores "
+                                  "the previous command on every node.", style="bold"), id="group-note")
             if self.original is None:
                 yield Static(Text("the running server's launch command is not known (no server found on "
                                   "the host): relaunch is disabled", style="bold yellow"))
@@ -216,8 +222,11 @@ class RelaunchScreen(ModalScreen[None]):
         if not self.armed:
             self.armed = True
             self._update()
-            self.notify(f"press Relaunch again to stop pid {self.session.pid} and start the edited command",
-                        severity="warning")
+            group = getattr(self.session, "group", None)
+            what = (f"every node of the {group.kind} group ({group.describe()})" if group is not None
+                    else f"pid {self.session.pid}")
+            self.notify(f"press Relaunch again to stop {what} and start the edited command", severity="warning",
+                        markup=False)
             return
         # Set before the worker starts, in this same call: a second confirmation (a key repeat, a click
         # and ctrl+s) finds it set and starts nothing.

@@ -1,0 +1,71 @@
+"""`spectui relaunch NODE0 NODE1 …`: every node of one multi-node (or PD) SGLang server relaunched together
+with the same edits (ops.grouprelaunch): the plan of every node, one confirmation, progress named by node,
+one JSON object with every member's outcome."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+async def run_group(args: argparse.Namespace, confirm: Callable[[str], bool], printer: Callable[[Any], Any]) -> int:
+    from spectui.errors import UsageError
+    from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
+    from spectui.ops.plan import Edits
+    from spectui.ops.procs import own_pgids
+    from spectui.ops.relaunch import RelaunchOptions
+    from spectui.sources.target import open_host, parse_target
+
+    if args.pid is not None:
+        raise UsageError("--pid picks one server on one host; with several TARGETs name each node's log instead "
+                         "(host:/path/to/node.log) or connect to hosts that run one server each")
+    targets = [parse_target(t) for t in args.targets]
+    for text, t in zip(args.targets, targets, strict=True):
+        if t.kind not in ("local", "ssh"):
+            raise UsageError(f"relaunch needs hosts, not log files: use local or [user@]host[:port] (got {text!r})")
+    edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
+    for name in ("health_timeout", "stop_timeout", "observe"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+    hosts = [open_host(t, args, read_only=args.read_only) for t in targets]
+    try:
+        for t, h in zip(targets, hosts, strict=True):
+            if t.kind == "ssh":
+                await h.connect()
+        members = [GroupMember(h, text, None, t.path) for text, t, h in zip(args.targets, targets, hosts, strict=True)]
+        gplan = await prepare_group(members, edits)
+        if not (args.json and args.dry_run):
+            print(gplan.render(own_pgids=own_pgids(hosts[0])), file=sys.stderr if args.json else sys.stdout)
+        if args.dry_run or args.read_only:
+            if args.json:
+                print(json.dumps({**gplan.to_json(), "healthy": None, "rolled_back": False, "dry_run": True}))
+            if args.read_only and not args.dry_run:
+                print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
+                return 1
+            return 0
+        if gplan.needs_force and not args.force:
+            print(f"spectui relaunch: pre-flight: {gplan.verdict_line}; fix the flags or pass --force "
+                  "(nothing was changed)", file=sys.stderr)
+            return 1
+        pids = ", ".join(f"{m.label} pid {p.server.pid}" for m, p in zip(gplan.members, gplan.plans, strict=True))
+        if not args.yes and not confirm(f"Stop every node of the {gplan.kind} server ({pids}) and start the new "
+                                        "command on each? [y/N] "):
+            print("spectui relaunch: not confirmed; nothing was changed", file=sys.stderr)
+            return 1
+        options = RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
+                                  health_timeout_s=args.health_timeout, observe_s=args.observe)
+        result = await execute_group(gplan, options, on_progress=printer(sys.stderr))
+    finally:
+        for h in hosts:
+            await h.close()
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.message)
+        failed = result.failed_attempt
+        for d in (failed.diagnoses if failed is not None else ())[:5]:
+            print(f"  {d.severity}: {d.rule} {d.title}")
+    return 0 if result.healthy else 1
