@@ -47,7 +47,7 @@ def test_grouping_keeps_order_and_picks_the_decode_printer() -> None:
     assert group_label(labels, pd) == "n4+n5 [PD]"
     assert group_label(labels, plain) == "n1"
     assert relaunch_refusal(plain, labels) is None
-    why = relaunch_refusal(tp, labels)
-    assert "2 nodes group (n0, n2)" in why and "--dist-init-addr" in why and "one-process" in why
-    assert "not connected: node rank 1" in relaunch_refusal(half, labels)  # one node of two, alone
+    assert relaunch_refusal(tp, labels) is None and relaunch_refusal(pd, labels) is None  # every node: relaunched whole
+    why = relaunch_refusal(half, labels)  # one node of two, alone
+    assert "2 nodes group (n6)" in why and "missing node rank 1" in why and "connect them all" in why
     assert half.missing() == ["node rank 1"] and pd.missing() == []
