@@ -147,3 +147,29 @@ def test_refusals_change_nothing(nodes: Nodes) -> None:
     assert alone.returncode != 0 and "missing node rank 1" in alone.stderr
     assert all(alive(p) for p in nodes.pids)
     assert read_history() == []
+
+
+def test_a_pd_pair_is_relaunched_together_prefill_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    labs, logs = [], []
+    try:
+        for mode in ("decode", "prefill"):  # given decode first: the plan still starts prefill first
+            (tmp_path / mode).mkdir()
+            lab = SimLab(tmp_path / mode, free_port())
+            lab.start([*EAGLE, "--disaggregation-mode", mode], log=f"{mode}.log", env=SIM_FAST_ENV)
+            labs.append(lab)
+            logs.append(f"local:{lab.root / f'{mode}.log'}")
+        for lab in labs:
+            wait_health(lab.port, 60)
+        done = relaunch(logs, "--set", "speculative-num-steps=5")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["group"] == "PD" and out["healthy"] and [m["node"] for m in out["members"]] == ["decode", "prefill"]
+        assert out["log"] == out["members"][0]["log"]  # the decode side is the primary
+        starts = [ln for ln in done.stderr.splitlines() if ln.startswith("[starting]")]
+        assert len(starts) == 2 and "prefill" in starts[0] and "decode" in starts[1]
+        for m in out["members"]:
+            assert alive(m["new_pid"]) and "5" == proc_argv(m["new_pid"])[proc_argv(m["new_pid"]).index("--speculative-num-steps") + 1]
+    finally:
+        for lab in labs:
+            lab.cleanup()
