@@ -169,7 +169,8 @@ def test_a_pd_pair_is_relaunched_together_prefill_first(tmp_path: Path, monkeypa
         starts = [ln for ln in done.stderr.splitlines() if ln.startswith("[starting]")]
         assert len(starts) == 2 and "prefill" in starts[0] and "decode" in starts[1]
         for m in out["members"]:
-            assert alive(m["new_pid"]) and "5" == proc_argv(m["new_pid"])[proc_argv(m["new_pid"]).index("--speculative-num-steps") + 1]
+            argv = proc_argv(m["new_pid"])
+            assert alive(m["new_pid"]) and argv[argv.index("--speculative-num-steps") + 1] == "5"
     finally:
         for lab in labs:
             lab.cleanup()
