@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
 
@@ -22,6 +22,7 @@ from spectui.commands.connect import build_session  # noqa: E402
 from spectui.ops.history import read_history  # noqa: E402
 from spectui.ui.multi.app import TabbedApp  # noqa: E402
 from spectui.ui.multi.assemble import tab_specs  # noqa: E402
+from spectui.ui.screens.history import HistoryScreen  # noqa: E402
 from spectui.ui.screens.relaunch import RelaunchScreen  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
@@ -96,6 +97,13 @@ async def test_the_group_tab_relaunches_both_nodes_and_follows_the_new_launch(tm
             await wait_for(lambda: dash.log_path not in (None, old_log), pilot, 30)
             assert dash.log_path == sessions[0].log_path
             await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot, 60)
+            await pilot.press("h")  # the history: one row per node
+            await pilot.pause()
+            assert isinstance(app.screen, HistoryScreen)
+            recorded = app.screen.query_one("#recorded", DataTable)
+            await wait_for(lambda: recorded.row_count == 2, pilot, 10)
+            started = sorted(str(recorded.get_row_at(i)[0]) for i in range(2))
+            assert started[0].endswith("· node 0/2") and started[1].endswith("· node 1/2")
             await pilot.press("escape")
     finally:
         for s in sessions:

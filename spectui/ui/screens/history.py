@@ -88,13 +88,16 @@ class HistoryScreen(ModalScreen[None]):
         table = self.query_one("#recorded", DataTable)
         ordered = sorted(records, key=lambda r: r.time)
         before: dict[str, Any] = {}
-        for prev, cur in zip([None, *ordered], ordered, strict=False):
-            before[cur.id] = prev
+        last: dict[str | None, Any] = {}  # a group relaunch's nodes each compare with the same node's last launch
+        for cur in ordered:
+            before[cur.id] = last.get(cur.node)
+            last[cur.node] = cur
         for r in records:
             changes = r.changes_summary()  # flags and environment (an env-only relaunch is not "–")
             style = {"healthy": "green", "failed": "bold red", "rolled_back": "yellow"}.get(r.outcome, "")
             d_acc, d_tps, verdict = deltas(before.get(r.id), r)
-            table.add_row(Text(r.time), Text(r.outcome, style=style), _num(r.accept_len),
+            started = r.time + (f" · {r.node}" if r.node else "")  # one row per node of a group relaunch
+            table.add_row(Text(started), Text(r.outcome, style=style), _num(r.accept_len),
                           _num(r.gen_tokens_per_s, ".1f"), Text(changes, overflow="ellipsis"), d_acc, d_tps,
                           verdict, Text(r.log or "–"))
         if not records:
