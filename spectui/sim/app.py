@@ -24,6 +24,7 @@ from spectui.sim.http import Request, serve_connection
 from spectui.sim.knobs import SimKnobs
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import DecodeModel, SpecConfig
+from spectui.sim.multinode import DummyHealth, Peers, node_plan
 from spectui.sim.routes import Routes
 from spectui.sim.startup import Startup
 from spectui.sim.state import SimState
@@ -71,9 +72,16 @@ class SimApp:
         attn_dp = int(args.get("attn_dp_size") or 1)  # type: ignore[call-overload]
         ranks = scheduler_ranks(int(args.get("tp_size") or 1), attn_dp if attn_dp > 1 else int(args.get("dp_size") or 1),  # type: ignore[call-overload]
                                 bool(args.get("enable_dp_attention")) or attn_dp > 1)
-        self.startup = Startup(fmt=fmt, args=args, spec=spec, draft_arch=draft_arch, model_arch=knobs.model_arch,
-                               log=self.out.log, pause=self.pause, ranks=[r for group in ranks for r in group])
         self.stop = asyncio.Event()
+        self.node = node_plan(args)  # None: one node
+        self.peers: Peers | None = None
+        if self.node is not None:  # this node runs only its share of the scheduler ranks
+            ranks = [g for g in ([r for r in group if r.tp in self.node.tp_ranks] for group in ranks) if g]
+            overlap = spec is None and not args.get("disable_overlap_schedule")
+            self.peers = Peers(self.node, fmt, self.out.log, self.stop, [r for g in ranks for r in g], overlap)
+        self.startup = Startup(fmt=fmt, args=args, spec=spec, draft_arch=draft_arch, model_arch=knobs.model_arch,
+                               log=self.out.log, pause=self.pause, ranks=[r for group in ranks for r in group],
+                               rendezvous=self.peers.rendezvous if self.peers else None)
         self.stop_signal = 0
         # At --log-level warning SGLang logs no Prefill/Decode lines (they are INFO); the sim keeps the
         # start-up milestones either way, which a real server would drop too.
@@ -133,22 +141,36 @@ class SimApp:
             return await self._run(sock)
         finally:
             sock.close()
+            if self.peers is not None:
+                self.peers.close()
 
     async def _run(self, sock: socket.socket) -> int:
         fault = self.knobs.fault
         ok = await self.startup.before_serving(oom=fault is not None and fault.name == "oom-at-capture")
         if self.stop.is_set():
             return self._exit_during_startup()
-        if not ok:  # a start-up fault: the scheduler died, the launcher kills the tree
+        lost = self.peers.lost if self.peers is not None else None
+        if not ok or (lost is not None and lost.done()):  # a start-up fault: a scheduler died, the launcher kills the tree
+            for line in lost.result() if ok and lost is not None else []:
+                self.out.log(line)
             self.out.log(self.fmt.main(faults.SIGQUIT_LAUNCH))
             _die(signal.SIGKILL, self.out)
+        if self.node is not None and self.node.node_rank >= 1:
+            return await self._serve_worker(sock)
         server = await asyncio.start_server(self._connection, sock=sock)
         for line in self.fmt.uvicorn_startup(os.getpid(), self.host, self.port):
             self.out.log(line)
         self._crash = loop_future = asyncio.get_running_loop().create_future()
+        if lost is not None:  # a node that goes away takes this one down (gloo: "Connection closed by peer")
+            lost.add_done_callback(lambda f: loop_future.done() or loop_future.set_result(
+                [*f.result(), self.fmt.main(faults.SIGQUIT_RUNNING)]))
         self.engine.set_before_round(self._check_faults)
         engine_task = asyncio.create_task(self._engine_guard())
         await self._warmup()
+        if loop_future.done():
+            for line in loop_future.result():
+                self.out.log(line)
+            _die(signal.SIGKILL, self.out)
         if self.stop.is_set():
             return await self._shutdown(server, engine_task)
         self.state.ready = True
@@ -164,6 +186,29 @@ class SimApp:
             _die(signal.SIGKILL, self.out)
         stop_task.cancel()
         return await self._shutdown(server, engine_task)
+
+    async def _serve_worker(self, sock: socket.socket) -> int:
+        """A node >= 1 once its schedulers are ready: SGLang's launch_dummy_health_check_server on --host/--port,
+        no tokenizer, no traffic, no Decode lines. A lost peer kills it; its SIGQUIT handler is still the
+        launch-phase one (the running-phase handler belongs to the tokenizer manager, on node 0 only)."""
+        assert self.peers is not None and self.peers.lost is not None
+        health = DummyHealth(self.fmt)
+        server = await asyncio.start_server(lambda r, w: serve_connection(r, w, health, _no_access), sock=sock)
+        if self.fmt.v >= (0, 5, 0):  # uvicorn at log level warning: its own INFO lines are not shown
+            self.out.log(self.fmt.main(f"Starting dummy health check server at {self.host}:{self.port}"))
+        else:  # older releases ran uvicorn.run() at its default level
+            for line in self.fmt.uvicorn_startup(os.getpid(), self.host, self.port):
+                self.out.log(line)
+        stop_task = asyncio.create_task(self.stop.wait())
+        await asyncio.wait({stop_task, self.peers.lost}, return_when=asyncio.FIRST_COMPLETED)
+        if self.peers.lost.done():
+            for line in self.peers.lost.result():
+                self.out.log(line)
+            self.out.log(self.fmt.main(faults.SIGQUIT_LAUNCH))
+            _die(signal.SIGKILL, self.out)
+        stop_task.cancel()
+        server.close()
+        return 0
 
     def _exit_during_startup(self) -> int:
         # Before uvicorn runs, SGLang has no handler: the signal's default action ends it.
@@ -248,6 +293,10 @@ class SimApp:
 
 
 def _discard(line: str) -> None:
+    pass
+
+
+def _no_access(req: Request, status: int) -> None:
     pass
 
 

@@ -43,8 +43,9 @@ def draft_arch_for(algorithm: str | None, model_arch: str) -> str | None:
 class Startup:
     def __init__(self, *, fmt: LogFormat, args: dict[str, object], spec: SpecConfig | None, draft_arch: str | None,
                  model_arch: str, log: Callable[[str], None], pause: Callable[[float], Awaitable[None]],
-                 ranks: list[Rank] | None = None) -> None:
+                 ranks: list[Rank] | None = None, rendezvous: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.fmt, self.args, self.spec, self.log, self.pause = fmt, args, spec, log, pause
+        self.rendezvous = rendezvous  # multi-node: wait for every node's ranks (spectui.sim.multinode)
         self.ranks = ranks or [Rank(None, 0)]
         self.model_arch, self.draft_arch = model_arch, draft_arch
         self.tp = max(1, int(args.get("tp_size") or 1))  # type: ignore[call-overload]
@@ -72,6 +73,8 @@ class Startup:
         """Log everything up to the capacity line. False when an injected fault killed the scheduler."""
         fmt, avail = self.fmt, GPU_GB - 1.5
         self._sched_all("Init torch distributed begin.")
+        if self.rendezvous is not None and not await self.rendezvous():
+            return False  # the rendezvous failed (its traceback is logged) or a signal arrived
         await self.pause(1.0 + 0.3 * self.tp)
         self._sched_all("Init torch distributed ends. mem usage=0.45 GB")
         self._sched_all(fmt.weights_begin(avail))
