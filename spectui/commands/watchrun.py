@@ -83,6 +83,9 @@ def human(ev: dict[str, Any]) -> str | None:
                 + (f"  [fix: {_clean(patch)}]" if patch else ""))
     if kind == "health":
         return f"health  {ev['state']}" + (f" ({_clean(str(ev['reason']))})" if ev.get("reason") else "")
+    if kind == "server":
+        was = f" (was pid {ev['previous_pid']})" if ev.get("previous_pid") else ""
+        return f"server  {ev['state']} pid {ev['pid']}{was}, log {_clean(str(ev.get('log')))}"
     if kind == "connection":
         detail = f" ({_clean(ev['detail'])})" if ev.get("detail") else ""
         return f"conn    {ev['state']}{detail}"
@@ -110,101 +113,34 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
     try:
         if target.is_remote:
             await _connect(host, emit)
-        argv: tuple[str, ...] | None = None
-        path = target.path
-        if path is None:
-            from spectui.sources.discover import pick_server
+        if target.path is not None:  # a log file: followed as a file (no health, no successor; as the cockpit)
+            async with contextlib.aclosing(follow(host, target.path, from_start=args.from_start,
+                                                  backfill_lines=args.backfill, raw=args.raw,
+                                                  engine=make_engine(baseline_tps=args.baseline_tps))) as events:
+                async for ev in events:
+                    yield ev
+            return
+        from spectui.commands.watchserver import ServerFollow
+        from spectui.sources.discover import pick_server
 
-            proc = await pick_server(host, args.pid)
-            if proc.log_path is None:
-                raise DiscoveryError(f"server pid {proc.pid} on {host.name} does not log to a file (its output "
-                                     f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")
-            path, argv = proc.log_path, proc.argv
-        engine = make_engine(argv, baseline_tps=args.baseline_tps)
-        if getattr(args, "inspect", False) and path is not None and argv is not None:
+        proc = await pick_server(host, args.pid)
+        if proc.log_path is None:
+            raise DiscoveryError(f"server pid {proc.pid} on {host.name} does not log to a file (its output "
+                                 f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")
+
+        async def draft(server: Any) -> Any:
             from spectui.sources.ckptreader import inspect_server
 
-            engine.set_draft((await inspect_server(host, proc)).inspection.findings)
-        act = _LogActivity()
-        events = follow(host, path, from_start=args.from_start, backfill_lines=args.backfill, raw=args.raw,
-                        engine=engine, on_lines=act.lines)
-        if argv is not None:  # a server, not a plain file: its health is followed too (never for a file)
-            events = _with_health(events, host, proc, act)
-        async for ev in events:
-            yield ev
+            return (await inspect_server(host, server)).inspection.findings
+
+        # A server: its health is followed too, and after it exits the server that took its place.
+        watched = ServerFollow(host, proc, from_start=args.from_start, backfill=args.backfill, raw=args.raw,
+                               baseline_tps=args.baseline_tps, draft=draft if getattr(args, "inspect", False) else None)
+        async with contextlib.aclosing(watched.events()) as events:
+            async for ev in events:
+                yield ev
     finally:
         await host.close()
-
-
-class _LogActivity:
-    """What liveness needs from the log: when a line last came, requests in flight, phase."""
-
-    def __init__(self) -> None:
-        self.last_line_at: float | None = None
-        self.running: int | None = None
-        self.queued: int | None = None
-        self.phase: str | None = None
-
-    def lines(self, _ev: Any) -> None:
-        import time
-
-        self.last_line_at = time.monotonic()
-
-    def see(self, ev: dict[str, Any]) -> None:
-        if ev.get("type") == "decode":
-            self.running, self.queued = ev.get("running_req"), ev.get("queue_req")
-        elif ev.get("type") == "phase":
-            self.phase = ev.get("phase")
-
-    def activity(self) -> Any:
-        from spectui.sources.liveness import Activity
-
-        return Activity(self.last_line_at, self.running, self.queued, self.phase)
-
-
-async def _with_health(events: AsyncIterator[dict[str, Any]], host: Any, proc: Any, act: _LogActivity
-                       ) -> AsyncIterator[dict[str, Any]]:
-    """The log's events merged with a `health` event on each change of verdict (sources.liveness)."""
-    from spectui.sources.liveness import LivenessMonitor
-
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
-    done = object()
-    started = asyncio.Event()  # health events come after the log's first (connection) event
-
-    async def log_side() -> None:
-        try:
-            async for ev in events:
-                act.see(ev)
-                await queue.put(ev)
-                started.set()
-        except Exception as exc:  # raised in the consumer
-            await queue.put(exc)
-        await queue.put(done)
-
-    async def health_side() -> None:
-        last = None
-        monitor = LivenessMonitor(host, proc.pid, proc.port, proc.host_addr or "127.0.0.1", activity=act.activity)
-        async for verdict in monitor.rounds():
-            await started.wait()
-            if verdict is not None and verdict.key != last:
-                last = verdict.key
-                await queue.put(verdict.to_event())
-
-    tasks = [asyncio.create_task(log_side()), asyncio.create_task(health_side())]
-    try:
-        while True:
-            item = await queue.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
 
 def _stdin_events(args: Any, emit: Printer) -> int:
@@ -228,8 +164,11 @@ async def watch_main(args: Any) -> int:
         return _stdin_events(args, emit)
 
     async def pump() -> None:
-        async for ev in _events(args, target, emit):
-            emit(ev)
+        # aclosing: the follow ends here, in this task (tail, probes, host closed in order), also when the
+        # reader went away (`| head`) — not later in asyncio.run's shutdown, which would cancel the cleanup.
+        async with contextlib.aclosing(_events(args, target, emit)) as events:
+            async for ev in events:
+                emit(ev)
 
     task = asyncio.ensure_future(pump())
     try:
@@ -238,4 +177,13 @@ async def watch_main(args: Any) -> int:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        await _settle()
     return 1 if emit.errors else 0  # CONTRACTS: 1 when an error-severity diagnosis was seen
+
+
+async def _settle(timeout: float = 1.0) -> None:
+    """Let fire-and-forget closes (an SFTP handle's close, not awaited by design) finish now that the
+    host is closed, instead of being destroyed pending when the loop closes ("Task was destroyed")."""
+    stray = asyncio.all_tasks() - {asyncio.current_task()}
+    if stray:
+        await asyncio.wait(stray, timeout=timeout)
