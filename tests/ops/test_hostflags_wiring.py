@@ -5,6 +5,7 @@ interpreter is found the way the dump needs it (venv argv[0], a console script's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -84,3 +85,46 @@ def test_dump_argv_keeps_the_servers_python_environment() -> None:
     assert argv[:4] == ["env", "PATH=/v/bin:/usr/bin", "PYTHONPATH=/site", "CUDA_VISIBLE_DEVICES="]
     assert argv[4:6] == ["/v/bin/python", "-c"] and "ServerArgs.add_cli_args" in argv[6]
     assert not any("secret" in a for a in argv)
+
+
+class _CountingHost:
+    """LocalHost that counts the flag dumps it runs (any other command passes through uncounted)."""
+
+    def __init__(self) -> None:
+        from spectui.core.launch import dump_script
+
+        self.host, self.script, self.dumps = LocalHost(read_only=True), dump_script(), 0
+        self.name = self.host.name
+
+    async def run(self, argv, **kw):  # type: ignore[no-untyped-def]
+        self.dumps += self.script in argv
+        return await self.host.run(argv, **kw)
+
+
+def test_an_unknown_version_is_cached_by_installation_and_an_upgrade_in_place_dumps_again(tmp_path: Path) -> None:
+    site, cache = fake_sglang(tmp_path), tmp_path / "cache"
+    server = ServerProcess(pid=2**22 + 9, pgid=1, argv=(sys.executable, "-m", "sglang.launch_server"),
+                           env={"PYTHONPATH": str(site)}, cwd="/", log_path=None, port=30000, host_addr="127.0.0.1",
+                           gpu_ids=(), stderr_path=None, program="python -m sglang.launch_server")
+    host = _CountingHost()
+
+    def read() -> tuple:
+        return asyncio.run(server_catalogue(host, server, None, cache=cache))  # /server_info did not answer
+
+    first = read()
+    assert host.dumps == 1 and first[1].source == "host" and first[0].version == "0.5.99"
+    again = read()
+    assert host.dumps == 1, "the same installation with an unknown version dumped again"
+    assert again[1] == first[1] and again[0].specs == first[0].specs
+    # pip upgrades SGLang in place: its files are rewritten (new mtime/size), the path stays the same.
+    (site / "sglang" / "version.py").write_text("__version__ = '0.5.100'\n")
+    (site / "sglang" / "srt" / "server_args.py").write_text((site / "sglang" / "srt" / "server_args.py").read_text())
+    upgraded = read()
+    assert host.dumps == 2 and upgraded[0].version == "0.5.100" and upgraded[1].source == "host"
+    assert read()[0].version == "0.5.100" and host.dumps == 2
+    # Without that site on its path the interpreter has no SGLang: no installation to key by, so a failed
+    # dump is never taken for the cached one (it runs, fails, and the nearest bundled is used).
+    bare = dataclasses.replace(server, env={})
+    for dumps in (3, 4):
+        assert asyncio.run(server_catalogue(host, bare, None, cache=cache))[1].source == "bundled"
+        assert host.dumps == dumps
