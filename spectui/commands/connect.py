@@ -116,6 +116,8 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
         except DiscoveryError:
             if not log_path or args.pid is not None:
                 raise
+        if match_log and server is not None and log_path and args.pid is None and _server_writing([server], log_path) is None:
+            server = None  # the host's only server writes another log: this target's server is gone (or never ran)
         if server is not None:
             from spectui.core.launch import parse_command
             from spectui.errors import CommandParseError

@@ -136,7 +136,8 @@ async def test_a_two_node_server_is_one_group_tab_and_a_missing_node_refuses_its
     # node 1 joins node 0's rendezvous (neither is healthy before both run); node 0 crashes after a while and
     # node 1, its peer gone, fails too: its error is merged into the group tab
     node1 = labs("node1", [*EAGLE, *TWO_NODES, "--node-rank", "1"], healthy=False)
-    node0 = labs("node0", [*EAGLE, *TWO_NODES, "--node-rank", "0"], {"SPECTUI_SIM_FAULT": "crash-after 60"})
+    node0 = labs("node0", [*EAGLE, *TWO_NODES, "--node-rank", "0"], {"SPECTUI_SIM_FAULT": "crash-after 60",
+                                                                    "SPECTUI_SIM_TRAFFIC": "0.2"})
     plain = labs("plain", EAGLE)
     args = connect_args(node1, plain, node0)
     sessions = await connectmulti.sessions_for(args, [node1, plain, node0], build_session)
@@ -176,6 +177,35 @@ async def test_a_two_node_server_is_one_group_tab_and_a_missing_node_refuses_its
             await pilot.press("r")
             await pilot.pause()
             assert lone.screen is lone.tabs[0].dashboard  # no relaunch screen: refused with the reason
+    finally:
+        for s in sessions:
+            await s.host.close()
+
+
+async def test_a_target_whose_server_is_gone_is_not_matched_to_the_hosts_only_server(labs, tmp_path,
+                                                                                     monkeypatch) -> None:
+    from spectui.sources import discover
+
+    plain = labs("plain", EAGLE)
+    stale = tmp_path / "old" / "server.log"  # the log of a server that exited (the host runs only `plain` now)
+    stale.parent.mkdir()
+    stale.write_text("[2026-12-01 10:00:00] server_args=ServerArgs(model_path='/models/other')\n")
+    real_pick = discover.pick_server
+
+    async def only_plain(host, pid=None):  # this machine may run other tests' servers: the host runs one here
+        if pid is not None:
+            return await real_pick(host, pid)
+        (mine,) = [s for s in await discover.discover(host) if (s.log_path or "").endswith("plain.log")
+                   and str(tmp_path) in s.log_path]
+        return mine
+
+    monkeypatch.setattr(discover, "pick_server", only_plain)
+    args = connect_args(f"local:{stale}", plain)
+    sessions = await connectmulti.sessions_for(args, [f"local:{stale}", plain], build_session)
+    try:
+        gone, live = sessions
+        assert gone.server is None and gone.launch is None and gone.log_path == str(stale)
+        assert live.server is not None and live.server.log_path.endswith("plain.log")
     finally:
         for s in sessions:
             await s.host.close()
