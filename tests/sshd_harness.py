@@ -141,6 +141,10 @@ def start_sshd(root: Path, *, sftp: bool = True) -> Sshd:
         f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nMaxSessions 64\nMaxStartups 64\n"
         f"LogLevel ERROR\n{subsystem}"
+        # A session killed by a test (a dropped link) can die inside the login shell's `pyenv rehash`
+        # (root's .bashrc here runs `pyenv init`) and leave its lock behind; every later session would wait
+        # 60 s on it. Give up on the rehash at once instead: the test sessions never need new shims.
+        "SetEnv PYENV_REHASH_TIMEOUT=0\n"
     )
     with contextlib.suppress(OSError):  # privilege-separation dir; not creatable (nor needed) as non-root
         os.makedirs("/run/sshd", exist_ok=True)
