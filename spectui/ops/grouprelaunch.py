@@ -88,8 +88,8 @@ async def prepare_group(members: Sequence[GroupMember], edits: Edits, *, now: da
 async def execute_group(gplan: GroupPlan, options: RelaunchOptions | None = None, *,
                         on_progress: Callable[[Progress], None] | None = None, history: HistoryStore | None = None,
                         rules_dirs: Sequence[Any] = (), on_logs: Callable[[list[str]], None] | None = None) -> GroupResult:
-    """Carry out a group plan. Raises RelaunchError (every node unchanged) when a pre-flight or the first stop
-    is refused, or another relaunch of a member runs; after that every failure ends in a GroupResult saying
+    """Carry out a group plan. Raises RelaunchError (every node unchanged) when a pre-flight is refused or
+    another relaunch of a member runs; after that every failure ends in a GroupResult saying
     what runs now on every node. `on_logs`: called with every member's log just before the nodes are started
     (the new logs, then the restored ones on a rollback), so a follower can move to them at once."""
     from spectui.ops.relaunch import relaunch_lock
@@ -137,7 +137,7 @@ class _Group:
                 group=group_id, node=self._node(i)))
         try:
             new, back, message = await self._run()
-        except RelaunchError as exc:  # refused at the first stop: every node runs untouched
+        except RelaunchError as exc:  # refused before any stop: every node runs untouched
             for launch_id in ids:
                 self.store.update(launch_id, outcome="failed", error=str(exc), ended=now_iso())
             raise
@@ -181,17 +181,17 @@ class _Group:
         return await self._after_failure(f"{labels[bad]}: {new[bad].error or 'failed'}", new)
 
     async def _stop_old(self) -> None:
-        """SIGTERM every node's old process group: the last to start first (a refusal there changes nothing),
-        then the rest together."""
-        order = list(reversed(self.g.start_order))
+        """SIGTERM every node's old process group at once (then each one's waits: SIGKILL after the grace, port,
+        GPU): a node stopped alone first would see its peers vanish and log their loss as a crash. Every
+        pre-flight has already checked the signal reaches each group."""
+        order = list(self.g.start_order)
 
-        def stop(i: int, first: bool) -> Any:
+        def stop(i: int) -> Any:
             r, s = self.runners[i], self.g.plans[i].server
-            return r.stop(s.pgid, [p.pid for p in r.group], s.port, rollback=False, first=first)
+            return r.stop(s.pgid, [p.pid for p in r.group], s.port, rollback=False, first=False)
 
-        await stop(order[0], True)
-        results = await asyncio.gather(*(stop(i, False) for i in order[1:]), return_exceptions=True)
-        for i, res in zip(order[1:], results, strict=True):
+        results = await asyncio.gather(*(stop(i) for i in order), return_exceptions=True)
+        for i, res in zip(order, results, strict=True):
             if isinstance(res, HostError):
                 await self.runners[i].reconnect(res)
             if isinstance(res, BaseException):
