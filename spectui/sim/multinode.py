@@ -212,7 +212,12 @@ class Peers:
         self._writers.append(writer)
         self._ranks_in += int(words[2])
         self._changed.set()
-        await self._watch(reader, f"[{peer[0]}]:{peer[1]}")
+        try:
+            await self._watch(reader, f"[{peer[0]}]:{peer[1]}")
+        except asyncio.CancelledError:
+            # Shutting down (SIGTERM): asyncio's start_server callback would print the cancellation as an
+            # "Exception in callback" traceback on stderr, which no SGLang prints. This handler just ends.
+            return
 
     async def _join(self) -> bool:
         plan = self.plan
