@@ -174,3 +174,30 @@ def test_a_pd_pair_is_relaunched_together_prefill_first(tmp_path: Path, monkeypa
     finally:
         for lab in labs:
             lab.cleanup()
+
+
+async def test_a_member_already_being_relaunched_or_read_only_refuses_the_group_and_changes_nothing(nodes: Nodes,
+                                                                                                  tmp_path: Path) -> None:
+    from spectui.errors import RelaunchError
+    from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
+    from spectui.ops.history import HistoryStore
+    from spectui.ops.plan import Edits
+    from spectui.ops.relaunch import relaunch_lock
+    from spectui.sources.local import LocalHost
+
+    nodes.start()
+    edits = Edits(sets=(("speculative-num-steps", "5"),))
+    store = HistoryStore(tmp_path / "h" / "history.jsonl")
+
+    def members(read_only: bool = False) -> list[GroupMember]:
+        return [GroupMember(LocalHost(read_only=read_only and r == 1), f"node{r}", None, str(log))
+                for r, log in enumerate(nodes.logs())]
+
+    gplan = await prepare_group(members(), edits)
+    with relaunch_lock(gplan.plans[1], store.path.parent / "locks"), pytest.raises(RelaunchError, match="already running"):
+        await execute_group(gplan, history=store)  # node 1 is being relaunched by someone else
+    ro = await prepare_group(members(read_only=True), edits)
+    with pytest.raises(RelaunchError, match="read-only"):
+        await execute_group(ro, history=store)  # node 1's pre-flight refuses: node 0 is not touched either
+    assert all(alive(p) for p in nodes.pids)
+    assert store.read() == []  # nothing was started, so nothing was recorded
