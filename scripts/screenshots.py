@@ -21,21 +21,56 @@ from conftest import settle  # noqa: E402
 from test_snapshots import seed_app  # noqa: E402
 
 OUT = ROOT / "screenshots"
-SHOTS = (  # name, size, keys pressed after the log is loaded
-    ("dashboard-160x48", (160, 48), ()),
-    ("dashboard-100x30", (100, 30), ()),
-    ("relaunch-100x30", (100, 30), ("r",)),
-    ("explain-160x48", (160, 48), ("d", "enter")),
+DATA = ROOT / "tests" / "ui" / "data"
+SHOTS = (  # name, size, keys pressed after the log is loaded, which app
+    ("dashboard-160x48", (160, 48), (), "seed"),
+    ("dashboard-100x30", (100, 30), (), "seed"),
+    ("relaunch-100x30", (100, 30), ("r",), "seed"),
+    ("explain-160x48", (160, 48), ("d", "enter"), "seed"),
+    ("tabs-160x48", (160, 48), ("2",), "tabs"),  # the two-node group tab, with the strip across tabs
+    ("group-relaunch-160x48", (160, 48), ("2", "r"), "tabs"),
 )
 
 
-async def shoot(name: str, size: tuple[int, int], keys: tuple[str, ...]) -> Path:
-    app = seed_app()
+def _recorded(name: str, label: str, pid: int):  # noqa: ANN202 - a ui.session.Session
+    from spectui.core.launch import parse_command
+    from spectui.ui.session import Session, read_recorded_log, replay_lines
+
+    path = DATA / name
+    header = path.read_text().splitlines()[:3]
+    launch = parse_command(next(h for h in header if h.startswith("# launch: "))[len("# launch: "):])
+    return Session(label=label, log_path=name, tail_factory=replay_lines(read_recorded_log(str(path))), replay=True,
+                   probe_gpus=False, launch=launch, sglang_version="0.5.23", current_pid=pid)
+
+
+def tabs_app():  # noqa: ANN201 - a TabbedApp: the seed on gpu1, a two-node server on gpu2 + gpu3 (recorded)
+    from spectui.ui.multi.app import TabbedApp
+    from spectui.ui.multi.assemble import tab_specs
+
+    sessions = [_recorded("silent-override-sim.log", "gpu1", 4242), _recorded("two-node-rank0-sim.log", "gpu2", 5150),
+                _recorded("two-node-rank1-sim.log", "gpu3", 5151)]
+    return TabbedApp(tab_specs(sessions), clock=lambda: 1000.0)
+
+
+async def shoot(name: str, size: tuple[int, int], keys: tuple[str, ...], which: str) -> Path:
+    app = seed_app() if which == "seed" else tabs_app()
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
+        if which == "tabs":
+            for tab in app.tabs:  # every tab's replay read, then one summary-strip refresh
+                for _ in range(300):
+                    if tab.dashboard.tail_done and tab.dashboard.finished:
+                        break
+                    await pilot.pause(0.02)
+            await pilot.pause(1.3)
         app.clear_notifications()
         for key in keys:
             await pilot.press(key)
+            await pilot.pause(0.2)
+        if which == "tabs":
+            await settle(pilot, app)
+        for widget in app.screen.query("Input"):
+            widget.cursor_blink = False
         await pilot.pause(0.3)
         path = OUT / f"{name}.svg"
         app.save_screenshot(filename=path.name, path=str(OUT))
@@ -62,8 +97,8 @@ def to_png(svg: Path) -> Path | None:
 
 def main() -> int:
     OUT.mkdir(exist_ok=True)
-    for name, size, keys in SHOTS:
-        svg = asyncio.run(shoot(name, size, keys))
+    for name, size, keys, which in SHOTS:
+        svg = asyncio.run(shoot(name, size, keys, which))
         png = to_png(svg)
         print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
     return 0
