@@ -106,6 +106,7 @@ class _Group:
                  store: HistoryStore, rules_dirs: Sequence[Any], on_logs: Callable[[list[str]], None] | None) -> None:
         self.g, self.opt, self.store, self.on_logs = gplan, opt, store, on_logs
         self.steps: list[Progress] = []
+        self.failed_first: int | None = None  # the member whose failure ended the new launch
         self._on_progress = on_progress
         self.runners = [Runner(m.host, p, opt, self._noter(m.label), rules_dirs)
                         for m, p in zip(gplan.members, gplan.plans, strict=True)]
@@ -157,7 +158,7 @@ class _Group:
                               accept_len=a.accept_len, gen_tokens_per_s=a.gen_tokens_per_s,
                               diagnoses=[f"{d.rule}: {d.title}" for d in a.diagnoses], ended=now_iso())
             outcomes.append(MemberOutcome(self.g.members[i].label, self._node(i), p, a, b, launch_id))
-        return GroupResult(self.g, tuple(outcomes), message, tuple(self.steps))
+        return GroupResult(self.g, tuple(outcomes), message, tuple(self.steps), self.failed_first)
 
     # -- the transaction ------------------------------------------------------------------------------
 
@@ -171,13 +172,12 @@ class _Group:
             reason = f"stopping the old server failed ({exc})"
             new = [Attempt(None, None, False, f"not started: {reason}") for _ in range(n)]
             return await self._after_failure(reason, new)
-        new = await self._start_all(rollback=False)
-        if all(a.healthy for a in new):
+        new, bad = await self._start_all(rollback=False)
+        if bad is None:
             pids = ", ".join(f"{lab} pid {a.pid}" for lab, a in zip(labels, new, strict=True))
             msg = f"relaunched the {kind} group: every node is healthy ({pids}); log {new[self.g.primary].log}"
             return new, none, msg
-        failed = [i for i, a in enumerate(new) if not a.healthy]
-        bad = next((i for i in failed if not (new[i].error or "").startswith("not ")), failed[0])
+        self.failed_first = bad
         return await self._after_failure(f"{labels[bad]}: {new[bad].error or 'failed'}", new)
 
     async def _stop_old(self) -> None:
@@ -197,9 +197,10 @@ class _Group:
             if isinstance(res, BaseException):
                 raise StepFailed(f"{self.g.members[i].label}: {res}")
 
-    async def _start_all(self, *, rollback: bool) -> list[Attempt]:
+    async def _start_all(self, *, rollback: bool) -> tuple[list[Attempt], int | None]:
         """Start every node (rank 0 first, no health wait in between), then wait for all; the first that fails
-        ends the wait for the others."""
+        ends the wait for the others. Returns every node's Attempt and the index of the one that failed first
+        (None: all healthy)."""
         n = len(self.runners)
         out: list[Attempt | None] = [None] * n
         pids: dict[int, tuple[int, str, int]] = {}
@@ -225,7 +226,7 @@ class _Group:
                 if out[i] is None:
                     pid, log, _ = pids.get(i, (None, None, 0))
                     out[i] = Attempt(pid, log, False, f"not healthy: {self.g.members[failed].label} did not start")
-            return [a for a in out if a is not None]
+            return [a for a in out if a is not None], failed
         tasks = {asyncio.create_task(self._wait(i, *pids[i], rollback)): i for i in pids}
         pending = set(tasks)
         try:
@@ -247,7 +248,7 @@ class _Group:
                 pid, log, _ = pids[i]
                 why = self.g.members[failed].label if failed is not None else "another node"
                 out[i] = Attempt(pid, log, False, f"not waited for: {why} failed first")
-        return [a for a in out if a is not None]
+        return [a for a in out if a is not None], failed
 
     async def _wait(self, i: int, pid: int, log: str, port: int, rollback: bool) -> Attempt:
         r = self.runners[i]
@@ -269,7 +270,7 @@ class _Group:
         back: list[Attempt | None]
         try:
             await asyncio.gather(*(self._clear(i, a) for i, a in enumerate(new)))
-            back = list(await self._start_all(rollback=True))
+            back = list((await self._start_all(rollback=True))[0])
         except (StepFailed, HostError, RelaunchError) as exc:
             back = [Attempt(None, None, False, f"rollback: {exc}") for _ in new]
         if all(b is not None and b.healthy for b in back):

@@ -86,6 +86,7 @@ class GroupResult:
     members: tuple[MemberOutcome, ...]
     message: str
     steps: tuple[Progress, ...] = field(default=())
+    failed_first: int | None = None  # the member whose failure ended the new launch (None: healthy, or a stop failed)
 
     @property
     def plan(self) -> RelaunchPlan:
@@ -105,10 +106,11 @@ class GroupResult:
 
     @property
     def failed_attempt(self) -> Attempt | None:
-        """The start that ended the relaunch: the first member that failed on its own (not one only stopped
-        from waiting because another failed first)."""
-        failed = [m.new for m in self.members if not m.new.healthy]
-        return next((a for a in failed if not (a.error or "").startswith("not ")), failed[0] if failed else None)
+        """The start that ended the relaunch: the member that failed first (not one only stopped from waiting
+        because another failed), else the first that is not healthy."""
+        if self.failed_first is not None:
+            return self.members[self.failed_first].new
+        return next((m.new for m in self.members if not m.new.healthy), None)
 
     @property
     def healthy(self) -> bool:
