@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from spectui.commands.relaunchgate import gate, printer
     from spectui.errors import UsageError
     from spectui.ops.plan import Edits
     from spectui.ops.procs import own_pgids
@@ -64,7 +64,7 @@ async def _run(args: argparse.Namespace) -> int:
     if len(args.targets) > 1:
         from spectui.commands.relaunchgroup import run_group
 
-        return await run_group(args, _confirm_text, _printer)
+        return await run_group(args)
     target = parse_target(args.targets[0])
     if target.kind not in ("local", "ssh"):
         raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.targets[0]!r})")
@@ -77,29 +77,14 @@ async def _run(args: argparse.Namespace) -> int:
         await host.connect()
     try:
         plan = await prepare(host, edits, pid=args.pid, log=target.path)
-        # --json: stdout is the JSON alone; a dry run prints nothing else (the JSON holds the plan), a
-        # real run shows the plan on stderr (what is about to be confirmed) with its progress.
-        if not (args.json and args.dry_run):
-            print(plan.render(own_pgids=own_pgids(host)), file=sys.stderr if args.json else sys.stdout)
-        if args.dry_run or args.read_only:
-            if args.json:
-                print(json.dumps({**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None,
-                                  "healthy": None, "rolled_back": False, "dry_run": True}))
-            if args.read_only and not args.dry_run:
-                print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
-                return 1
-            return 0
-        if plan.needs_force and not args.force:
-            print(f"spectui relaunch: pre-flight: {plan.verdict_line}; fix the flags or pass --force "
-                  "(nothing was changed)", file=sys.stderr)
-            return 1
-        if not args.yes and not _confirm(plan):
-            print("spectui relaunch: not confirmed; nothing was changed", file=sys.stderr)
-            return 1
+        dry = {**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None}
+        stop = gate(args, plan, own_pgids(host), dry, f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
+        if stop is not None:
+            return stop
         options = RelaunchOptions(force=args.force, rollback=not args.no_rollback,
                                   stop_grace_s=args.stop_timeout, health_timeout_s=args.health_timeout,
                                   observe_s=args.observe)
-        result = await execute(host, plan, options, on_progress=_printer(sys.stderr))
+        result = await execute(host, plan, options, on_progress=printer(sys.stderr))
     finally:
         await host.close()
     if args.json:
@@ -112,22 +97,3 @@ async def _run(args: argparse.Namespace) -> int:
             tps = result.new.gen_tokens_per_s
             print(f"  accept len {result.new.accept_len:.2f}" + (f", {tps:.1f} tok/s" if tps is not None else ""))
     return 0 if result.healthy else 1
-
-
-def _confirm(plan: Any) -> bool:
-    return _confirm_text(f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
-
-
-def _confirm_text(question: str) -> bool:
-    from spectui.errors import UsageError
-
-    if not sys.stdin.isatty():
-        raise UsageError("stdin is not a terminal: pass --yes to relaunch without asking (or --dry-run)")
-    return input(question).strip().lower() in ("y", "yes")
-
-
-def _printer(stream: Any) -> Any:
-    def show(p: Any) -> None:
-        prefix = "rollback: " if p.rollback else ""
-        print(f"[{p.step}] {prefix}{p.message}", file=stream, flush=True)
-    return show

@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
-from typing import Any
 
 
-async def run_group(args: argparse.Namespace, confirm: Callable[[str], bool], printer: Callable[[Any], Any]) -> int:
+async def run_group(args: argparse.Namespace) -> int:
+    from spectui.commands.relaunchgate import gate, printer
     from spectui.errors import UsageError
     from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
     from spectui.ops.plan import Edits
@@ -37,24 +36,11 @@ async def run_group(args: argparse.Namespace, confirm: Callable[[str], bool], pr
                 await h.connect()
         members = [GroupMember(h, text, None, t.path) for text, t, h in zip(args.targets, targets, hosts, strict=True)]
         gplan = await prepare_group(members, edits)
-        if not (args.json and args.dry_run):
-            print(gplan.render(own_pgids=own_pgids(hosts[0])), file=sys.stderr if args.json else sys.stdout)
-        if args.dry_run or args.read_only:
-            if args.json:
-                print(json.dumps({**gplan.to_json(), "healthy": None, "rolled_back": False, "dry_run": True}))
-            if args.read_only and not args.dry_run:
-                print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
-                return 1
-            return 0
-        if gplan.needs_force and not args.force:
-            print(f"spectui relaunch: pre-flight: {gplan.verdict_line}; fix the flags or pass --force "
-                  "(nothing was changed)", file=sys.stderr)
-            return 1
         pids = ", ".join(f"{m.label} pid {p.server.pid}" for m, p in zip(gplan.members, gplan.plans, strict=True))
-        if not args.yes and not confirm(f"Stop every node of the {gplan.kind} server ({pids}) and start the new "
-                                        "command on each? [y/N] "):
-            print("spectui relaunch: not confirmed; nothing was changed", file=sys.stderr)
-            return 1
+        stop = gate(args, gplan, own_pgids(hosts[0]), gplan.to_json(),
+                    f"Stop every node of the {gplan.kind} server ({pids}) and start the new command on each? [y/N] ")
+        if stop is not None:
+            return stop
         options = RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
                                   health_timeout_s=args.health_timeout, observe_s=args.observe)
         result = await execute_group(gplan, options, on_progress=printer(sys.stderr))

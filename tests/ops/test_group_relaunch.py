@@ -145,6 +145,12 @@ def test_refusals_change_nothing(nodes: Nodes) -> None:
     assert shape.returncode != 0 and "shape" in shape.stderr
     alone = relaunch([logs[0], logs[0]])
     assert alone.returncode != 0 and "missing node rank 1" in alone.stderr
+    dry = relaunch(logs, "--set", "speculative-num-steps=5", "--dry-run")  # the plan of every node, as JSON
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dry_run"] is True and plan["group"] == "2 nodes" and plan["healthy"] is None
+    assert [m["old_pid"] for m in plan["members"]] == nodes.pids
+    assert all({"flag": "--speculative-num-steps", "old": "3", "new": "5"} in m["diff"] for m in plan["members"])
     assert all(alive(p) for p in nodes.pids)
     assert read_history() == []
 

@@ -5,12 +5,11 @@ errors), and the history holds one record per node under one group id. Pilot aga
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 from pathlib import Path
 
 import pytest
+from test_tabs_sim import connect_args, wait_for
 from textual.widgets import DataTable, Input
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
@@ -31,20 +30,6 @@ EAGLE = ["--model-path", "/models/llama-8b", "--speculative-algorithm", "EAGLE3"
          "--speculative-num-draft-tokens", "4"]
 
 
-def connect_args(*targets: str) -> argparse.Namespace:
-    return argparse.Namespace(targets=list(targets), hosts=None, log=None, pid=None, server_port=None, read_only=False,
-                              prometheus=None, selector="", fleet_map=None, baseline_tps=None, ssh_config=None,
-                              identity=None, known_hosts=None, accept_new_host_key=False)
-
-
-async def wait_for(predicate, pilot, timeout: float = 90.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "timed out waiting for the cockpit"
-        await pilot.pause(0.2)
-
-
 async def test_the_group_tab_relaunches_both_nodes_and_follows_the_new_launch(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     dist = free_port()
@@ -61,7 +46,7 @@ async def test_the_group_tab_relaunches_both_nodes_and_follows_the_new_launch(tm
         for lab in labs:
             wait_health(lab.port, 60)
         targets = [f"local:{lab.root / f'node{r}.log'}" for r, lab in enumerate(labs)]
-        sessions = await connectmulti.sessions_for(connect_args(*targets), targets, build_session)
+        sessions = await connectmulti.sessions_for(connect_args(*targets, read_only=False), targets, build_session)
         old = [s.pid for s in sessions]
         old_argv = [proc_argv(p) for p in old]
         (spec,) = tab_specs(sessions)

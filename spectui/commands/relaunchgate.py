@@ -1,0 +1,49 @@
+"""What `spectui relaunch` does between the plan and the act, for one server or a group: print the plan,
+stop at --dry-run / --read-only / a verdict that needs --force / a confirmation not given; and how it
+prints progress."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str, Any], question: str) -> int | None:
+    """The exit code when the relaunch stops here (nothing was changed), or None to go on. `plan`: an
+    ops.plan.RelaunchPlan or an ops.groupresult.GroupPlan (render, needs_force, verdict_line)."""
+    # --json: stdout is the JSON alone; a dry run prints nothing else (the JSON holds the plan), a real run
+    # shows the plan on stderr (what is about to be confirmed) with its progress.
+    if not (args.json and args.dry_run):
+        print(plan.render(own_pgids=own_pgids), file=sys.stderr if args.json else sys.stdout)
+    if args.dry_run or args.read_only:
+        if args.json:
+            print(json.dumps({**dry_json, "healthy": None, "rolled_back": False, "dry_run": True}))
+        if args.read_only and not args.dry_run:
+            print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
+            return 1
+        return 0
+    if plan.needs_force and not args.force:
+        print(f"spectui relaunch: pre-flight: {plan.verdict_line}; fix the flags or pass --force "
+              "(nothing was changed)", file=sys.stderr)
+        return 1
+    if not args.yes and not confirm(question):
+        print("spectui relaunch: not confirmed; nothing was changed", file=sys.stderr)
+        return 1
+    return None
+
+
+def confirm(question: str) -> bool:
+    from spectui.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError("stdin is not a terminal: pass --yes to relaunch without asking (or --dry-run)")
+    return input(question).strip().lower() in ("y", "yes")
+
+
+def printer(stream: Any) -> Any:
+    def show(p: Any) -> None:
+        prefix = "rollback: " if p.rollback else ""
+        print(f"[{p.step}] {prefix}{p.message}", file=stream, flush=True)
+    return show
