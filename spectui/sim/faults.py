@@ -38,12 +38,17 @@ class Fault:
         raise KnobError(f"unknown --sim-fault {text!r}; choose from: {', '.join(FAULT_NAMES)}")
 
 
-def _frames(*frames: tuple[str, int, str, str]) -> list[str]:
+def frames_under(site: str, *frames: tuple[str, int, str, str]) -> list[str]:
+    """Traceback frame lines (`File "…", line N, in f` and its source line) of files under `site`."""
     out = []
     for path, line, func, src in frames:
-        out.append(f'  File "{SITE}/{path}", line {line}, in {func}')
+        out.append(f'  File "{site}/{path}", line {line}, in {func}')
         out.append(f"    {src}")
     return out
+
+
+def _frames(*frames: tuple[str, int, str, str]) -> list[str]:
+    return frames_under(SITE, *frames)
 
 
 _SCHEDULER_INIT = (

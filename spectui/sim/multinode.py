@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spectui.sim.dpgroup import Rank
+from spectui.sim.faults import frames_under
 from spectui.sim.http import Request, Response
 from spectui.sim.logfmt import LogFormat
 
@@ -85,11 +86,7 @@ def node_plan(args: dict[str, object]) -> NodePlan | None:
 
 
 def _frames(*frames: tuple[str, int, str, str]) -> list[str]:
-    out = []
-    for path, line, func, src in frames:
-        out.append(f'  File "{SITE}/{path}", line {line}, in {func}')
-        out.append(f"    {src}")
-    return out
+    return frames_under(SITE, *frames)
 
 
 # ModelRunner.init_torch_distributed -> init_distributed_environment -> init_process_group -> the tcp://
