@@ -14,6 +14,26 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/sshd_harness.py is impor
 
 from sshd_harness import Sshd, sshd_available, start_sshd  # noqa: E402
 
+# The terminal size variables as the test run's own process sees them. pytest-xdist's workers (addopts in
+# pyproject.toml) are started with COLUMNS=80 / LINES=24 in their environment even when the run has none:
+# the controller's C environment has them, its os.environ does not. Output widths of spectui's commands
+# follow COLUMNS, so a worker puts back what the controller's os.environ says.
+_TERMINAL_VARS = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]  # xdist, in the controller
+    node.workerinput["spectui_terminal_env"] = {k: os.environ.get(k) for k in _TERMINAL_VARS}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    wanted = getattr(config, "workerinput", {}).get("spectui_terminal_env")  # only in an xdist worker
+    for key, value in (wanted or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_xdg_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
