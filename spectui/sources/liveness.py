@@ -146,10 +146,22 @@ class HealthJudge:
 
 
 async def process_state(host: Host, pid: int) -> str | None:
-    """The state letter of /proc/PID/stat (R, S, D, T, …), or None when the process is gone (or a zombie)."""
-    res = await host.run(["cat", f"/proc/{pid}/stat"], timeout=10)
-    text = res.stdout
-    if res.exit_status != 0 or ")" not in text:
+    """The state letter of /proc/PID/stat (R, S, D, T, …), or None when the process is gone (or a zombie).
+
+    On this machine the file is read directly (a probe round every second would otherwise start a `cat`,
+    the larger part of an idle cockpit's probing CPU); on a remote host, one `cat` over the connection."""
+    from spectui.sources.local import LocalHost
+
+    if isinstance(host, LocalHost):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:  # no such process (or /proc hides it): gone
+            return None
+    else:
+        res = await host.run(["cat", f"/proc/{pid}/stat"], timeout=10)
+        text = res.stdout if res.exit_status == 0 else ""
+    if ")" not in text:
         return None
     fields = text[text.rindex(")") + 2 :].split()
     state = fields[0] if fields else "?"

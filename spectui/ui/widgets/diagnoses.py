@@ -64,12 +64,15 @@ class DiagnosesPanel(OptionList):
         self._key: tuple | None = None
 
     def set_diagnoses(self, diagnoses: Sequence[Any]) -> None:
-        key = tuple((d.rule, d.count, d.last_line, d.title) for d in diagnoses)
+        # What the rows show: a diagnosis seen again on a later line (its last_line moves on every batch of
+        # a busy log) rebuilds nothing; the objects are kept for explain / fix either way.
+        key = tuple((d.rule, d.severity, d.title, getattr(d, "count", 1), str(d.evidence[0]) if d.evidence else "",
+                     fix_text(d.fix)) for d in diagnoses)
+        self.diagnoses = list(diagnoses)
         if key == self._key:
             return  # unchanged: keep the highlight where the user put it
         self._key = key
         highlighted = self.highlighted
-        self.diagnoses = list(diagnoses)
         self.clear_options()
         if not diagnoses:
             self.add_option(Option(Text("no diagnoses — nothing the rules recognise so far", style="dim"),

@@ -1,8 +1,8 @@
 """Log pane: a bounded, virtual-scroll view of the followed log with follow/pause, search, filter, error jumps.
 
 Lines are kept once, sanitised, in a list bounded at `max_lines` (older lines are dropped in chunks and
-a marker row says how many); only visible rows are rendered (Line API, like toolong). Every line is
-rendered as `rich.text.Text(line)` — never markup. Kinds (decode, warning, error, ...) come from the
+a marker row says how many); only visible rows are rendered (Line API, like toolong), each once until it
+changes (a row cache). Every line is rendered as plain text (log_lines.py) — never markup. Kinds (decode, warning, error, ...) come from the
 parser through `mark_kinds`, so colouring and `e`/`E` agree with what the rules saw.
 """
 
@@ -12,47 +12,20 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from spectui.core.text import terminal_safe as sanitize
+from spectui.ui.widgets.log_lines import KIND_STYLES, MARKER, compile_pattern, prepare_lines, render_row
 
-KIND_STYLES: dict[str, Style] = {
-    "decode": Style(color="green"),
-    "prefill": Style(color="cyan"),
-    "milestone": Style(color="blue", bold=True),
-    "warning": Style(color="yellow"),
-    "error": Style(color="red", bold=True),
-    "other": Style(),
-}
-_GUTTER = Style(dim=True)
-_MARKER = Style(color="black", bgcolor="yellow")
-_CURSOR = Style(reverse=True)
-_MATCH = Style(color="black", bgcolor="magenta", bold=True)
-
-
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """A user's pattern as a regex: regex when it compiles, else literal; smart case (lower = ignore case)."""
-    flags = 0 if any(c.isupper() for c in pattern) else re.IGNORECASE
-    try:
-        return re.compile(pattern, flags)
-    except re.error:
-        return re.compile(re.escape(pattern), flags)
-
-
-def prepare_lines(lines: Iterable[str]) -> tuple[list[str], int]:
-    """Display text of each line and the widest one's cell width (pure: safe in a worker thread)."""
-    new = [sanitize(line) for line in lines]
-    return new, max((cell_len(t) for t in new), default=0)
+__all__ = ["KIND_STYLES", "LogView", "compile_pattern", "prepare_lines"]
 
 
 class LogView(ScrollView, can_focus=True):
@@ -85,6 +58,7 @@ class LogView(ScrollView, can_focus=True):
         self.unseen = 0  # lines arrived while paused
         self._error_starts: set[int] = set()
         self._cache: LRUCache[int, Strip] = LRUCache(1024)  # row -> uncropped strip
+        self._row_style: Style | None = None  # rich_style during one render_lines
 
     # ---- feeding -------------------------------------------------------------------------------
 
@@ -113,14 +87,16 @@ class LogView(ScrollView, can_focus=True):
         self._width = max(self._width, width + 8)
         if self._view is not None:
             self._view.extend(start_no + i for i, t in enumerate(new) if self._passes(t))
-        self._prune()
+        pruned = self._prune()
         if not self.following:
             self.unseen += len(new)
             self.post_message(self.StateChanged())  # the title's "PAUSED (+N new)" counts them
         self._update_size()
         if self.following:
             self._stick_to_end()
-        self.refresh()
+            self.refresh()
+        elif pruned or self._first_row(start_no) < self._bottom_row():
+            self.refresh()  # paused: only when rows on screen changed (new ones below it just grow the scrollbar)
 
     def _stick_to_end(self) -> None:
         self.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -135,24 +111,40 @@ class LogView(ScrollView, can_focus=True):
         if self.following:
             self._stick_to_end()
 
-    def mark_kinds(self, ranges: Iterable[tuple[int, int, str]]) -> None:
-        """Record the parser's kind for lines first..last (inclusive) that are still held; one repaint."""
-        changed = False
+    def mark_kinds(self, ranges: Iterable[tuple[int, int, str | list[str]]]) -> None:
+        """Record the parser's kind for lines first..last (inclusive) that are still held; one repaint.
+
+        A range's kind is one kind for all its lines, or a list of one kind per line (log_lines.batch_kinds
+        makes a batch's ranges into one such list in the parse worker)."""
+        shown = False
         base, last_held = self._first_no, self.last_line_no
         kinds = self._kinds
+        top, bottom = int(self.scroll_offset.y), self._bottom_row()
+        cached_hi = max(self._cache.keys(), default=-1)  # fresh rows are not cached: nothing to drop there
         for first, last, kind in ranges:
             lo, hi = max(first, base) - base, min(last, last_held) - base
             if hi < lo:
                 continue
-            kinds[lo : hi + 1] = [kind] * (hi - lo + 1)
-            if kind == "error" and first >= base:
-                self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
-            for no in range(lo + base, hi + base + 1):  # only those rows re-render, not the whole pane
-                row = self._no_to_row(no)
-                if row is not None:
+            if isinstance(kind, str):
+                kinds[lo : hi + 1] = [kind] * (hi - lo + 1)
+                if kind == "error" and first >= base:
+                    self._error_starts.add(first)  # a traceback is one error: e/E land on its first line
+            else:
+                kinds[lo : hi + 1] = kind[lo + base - first : hi + base - first + 1]
+            row_lo, row_hi = self._first_row(lo + base), self._first_row(hi + base + 1)  # rows [row_lo, row_hi)
+            if row_hi <= row_lo:
+                continue  # filtered out
+            shown = shown or (row_lo < bottom and row_hi > top)
+            if row_lo > cached_hi:
+                continue
+            # Only those rows re-render, not the whole pane: a cached row in the range is dropped.
+            if row_hi - row_lo <= len(self._cache):
+                for row in range(row_lo, row_hi):
                     self._cache.discard(row)
-            changed = True
-        if changed:
+            else:
+                for row in [r for r in self._cache.keys() if row_lo <= r < row_hi]:  # noqa: SIM118 - not iterable
+                    self._cache.discard(row)
+        if shown:
             self.refresh()
 
     def clear(self) -> None:
@@ -165,10 +157,11 @@ class LogView(ScrollView, can_focus=True):
         self._update_size()
         self.refresh()
 
-    def _prune(self) -> None:
+    def _prune(self) -> bool:
+        """Drop the oldest lines past `max_lines`; whether any were dropped."""
         excess = len(self._texts) - self.max_lines
         if excess <= 0:
-            return
+            return False
         # Drop in chunks of a tenth so the memmove happens rarely, not on every batch.
         excess = max(excess, self.max_lines // 10)
         del self._texts[:excess]
@@ -180,6 +173,7 @@ class LogView(ScrollView, can_focus=True):
         if self.cursor is not None and self.cursor < self._first_no:
             self.cursor = None
         self._cache.clear()
+        return True
 
     # ---- rows ----------------------------------------------------------------------------------
 
@@ -199,6 +193,16 @@ class LogView(ScrollView, can_focus=True):
         if self._view is not None:
             return self._view[row] if row < len(self._view) else None
         return self._first_no + row if row < len(self._texts) else None
+
+    def _first_row(self, no: int) -> int:
+        """The row of line `no`, or of the first line after it that is in the view (row_count past the end)."""
+        if self._view is not None:
+            return bisect_left(self._view, no) + self._marker_rows
+        return min(max(no, self._first_no) - self._first_no, len(self._texts)) + self._marker_rows
+
+    def _bottom_row(self) -> int:
+        """One past the last row on screen."""
+        return int(self.scroll_offset.y) + max(1, self.scrollable_content_region.height)
 
     def _no_to_row(self, no: int) -> int | None:
         if self._view is not None:
@@ -225,6 +229,15 @@ class LogView(ScrollView, can_focus=True):
 
     # ---- rendering -----------------------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's style once a repaint, not once a row (rich_style walks the ancestors: it was half
+        # the cost of repainting the pane).
+        self._row_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._row_style = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
@@ -234,7 +247,8 @@ class LogView(ScrollView, can_focus=True):
             full = self._render_row(row)
             if row < self.row_count:  # blank rows past the end change when lines arrive: never cache them
                 self._cache[row] = full
-        return full.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        style = self._row_style if self._row_style is not None else self.rich_style
+        return full.crop_extend(scroll_x, scroll_x + width, style)
 
     def _render_row(self, row: int) -> Strip:
         if row < self._marker_rows:
@@ -242,23 +256,12 @@ class LogView(ScrollView, can_focus=True):
                 note = f" … {self.dropped:,} older lines dropped from this view (the log file keeps them) … "
             else:
                 note = f" … log shown from line {self._first_no:,} (earlier lines not loaded) … "
-            return Strip(Text(note, style=_MARKER, no_wrap=True, end="").render(self.app.console))
+            return Strip(Text(note, style=MARKER, no_wrap=True, end="").render(self.app.console))
         no = self._row_to_no(row)
         if no is None:
             return Strip([Segment("")])
-        line = self._texts[no - self._first_no]
-        kind = self._kinds[no - self._first_no]
-        text = Text(no_wrap=True, end="")
-        text.append(f"{no:>7} ", _GUTTER)
-        body = Text(line, style=KIND_STYLES.get(kind, Style()), no_wrap=True, end="")
-        if self._search is not None:
-            for m in self._search.finditer(line):
-                if m.end() > m.start():
-                    body.stylize(_MATCH, m.start(), m.end())
-        text.append_text(body)
-        if no == self.cursor:
-            text.stylize(_CURSOR)
-        return Strip(text.render(self.app.console))
+        return render_row(no, self._texts[no - self._first_no], self._kinds[no - self._first_no], self._search,
+                          no == self.cursor, self.app.console)
 
     def _invalidate(self) -> None:
         self._cache.clear()
@@ -277,11 +280,17 @@ class LogView(ScrollView, can_focus=True):
     # ---- follow --------------------------------------------------------------------------------
 
     def watch_following(self, following: bool) -> None:
+        # Pause/resume changes no row but the cursor's (dropped on resume): the others stay cached.
         if following:
             self.unseen = 0
+            if self.cursor is not None:
+                row = self._no_to_row(self.cursor)
+                if row is not None:
+                    self._cache.discard(row)
             self.cursor = None
             self._stick_to_end()
-        self._invalidate()
+        self.refresh()
+        self.post_message(self.StateChanged())
 
     def toggle_follow(self) -> None:
         self.following = not self.following

@@ -26,12 +26,17 @@ def sparkline(
     Missing values (None) are drawn as a space. The scale is shared by all segments so a drop after a
     relaunch is visible as a drop.
     """
-    cells: list[float | None | str] = []
-    for i, seg in enumerate(segments):
-        if i and cells:
-            cells.append("│")
-        cells.extend(seg)
-    cells = cells[-width:] if width > 0 else []
+    tail: list[Sequence[float | None | str]] = []  # the newest pieces, enough to fill `width` cells
+    room = width
+    for i in range(len(segments) - 1, -1, -1):
+        if room <= 0:
+            break
+        tail.append(segments[i][-room:])
+        room -= len(tail[-1])
+        if i and any(len(seg) for seg in segments[:i]):  # a boundary before it, as between any two launches
+            tail.append(("│",))
+            room -= 1
+    cells = [c for piece in reversed(tail) for c in piece][-width:] if width > 0 else []
     values = [c for c in cells if isinstance(c, (int, float))]
     text = Text(no_wrap=True, end="")
     if not values:
@@ -39,12 +44,20 @@ def sparkline(
     lo = min(values) if low is None else low
     hi = max(values) if high is None else high
     span = hi - lo
+    run, run_style = [], ""  # consecutive cells of one style go in as one span, not one span a cell
     for c in cells:
         if c == "│":
-            text.append("│", "bold magenta")
+            char, cell_style = "│", "bold magenta"
         elif c is None or isinstance(c, str):
-            text.append(" ")
+            char, cell_style = " ", ""
         else:
             level = 0 if span <= 0 else int((min(max(c, lo), hi) - lo) / span * (len(BLOCKS) - 1) + 0.5)
-            text.append(BLOCKS[level], style)
+            char, cell_style = BLOCKS[level], style
+        if cell_style != run_style and run:
+            text.append("".join(run), run_style)
+            run.clear()
+        run.append(char)
+        run_style = cell_style
+    if run:
+        text.append("".join(run), run_style)
     return text

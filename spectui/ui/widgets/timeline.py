@@ -2,7 +2,8 @@
 
     phases  #1 loading 6s › KV cache 1s › CUDA graphs 4s › ready 0s › serving 12m › stopped  ┃ #2 loading 3s › …
 
-The newest launches that fit are shown (older ones behind a leading "…"); the current step is bold.
+The newest launches that fit are shown (older ones behind a leading "…"); the current step is bold, its
+time so far in 5 s steps, then minutes (a quiet cockpit repaints the line every 5 s, then once a minute).
 Values come from ui/phases.PhaseTimeline; the widget only renders, and repaints when the text changes.
 """
 
@@ -29,6 +30,17 @@ def format_duration(seconds: float) -> str:
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
 
 
+def running_duration(seconds: float) -> str:
+    """The current step's time so far, in the steps the line repaints at: 5 s in the first minute, then
+    minutes (like the header's last-line age), so a quiet cockpit repaints it every 5 s, then once a minute,
+    not every second. A step that ended shows its exact duration (format_duration)."""
+    if seconds < 60:
+        return f"{int(seconds) // 5 * 5}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
 def launch_text(steps: Sequence[Step], now: float, last: tuple[float, int | None] | None) -> Text:
     t = Text(no_wrap=True, end="")
     t.append(f"#{steps[0].launch} ", "bold")
@@ -41,7 +53,8 @@ def launch_text(steps: Sequence[Step], now: float, last: tuple[float, int | None
         if s.final:
             t.append(s.label, style)  # an end, not a span of time
             continue
-        t.append(f"{s.label} {format_duration(s.duration(now, last))}", style)
+        shown = running_duration if s.end_wall is None else format_duration
+        t.append(f"{s.label} {shown(s.duration(now, last))}", style)
     return t
 
 
@@ -54,7 +67,8 @@ def compact_text(steps: Sequence[Step], now: float, last: tuple[float, int | Non
     for s in steps:
         if s.name == "serving":
             t.append(" › ", "dim")
-            t.append(f"serving {format_duration(s.duration(now, last))}", STEP_STYLES["serving"])
+            shown = running_duration if s.end_wall is None else format_duration
+            t.append(f"serving {shown(s.duration(now, last))}", STEP_STYLES["serving"])
         elif s.final:
             t.append(" › ", "dim")
             t.append(s.label, STEP_STYLES[s.name])
@@ -73,10 +87,10 @@ def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | No
     if not launches:
         head.append("  (no start-up seen in this log yet)", "dim")
         return head
-    parts = [launch_text(group, now, last) for group in launches]
     shown: list[Text] = []
     room = max(10, width - len(head) - 2)
-    for group, part in zip(reversed(launches), reversed(parts), strict=True):
+    for group in reversed(launches):  # newest first; the older ones are not rendered once the line is full
+        part = launch_text(group, now, last)
         need = len(part) + (3 if shown else 0)
         if shown and need > room:
             part = compact_text(group, now, last)  # an older launch that does not fit whole: in short
@@ -87,7 +101,7 @@ def timeline_text(steps: Sequence[Step], now: float, last: tuple[float, int | No
         room -= need
     out = head.copy()
     out.append(" ")
-    if len(shown) < len(parts):
+    if len(shown) < len(launches):
         out.append("… ", "dim")
     for i, part in enumerate(shown):
         if i:
