@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import urllib.request
 from pathlib import Path
 
@@ -70,6 +71,11 @@ async def test_plan_then_run_a_two_config_grid_and_the_original_back(tmp_path) -
 
     demo, session = demo_session(tmp_path)
     original = _argv(demo.proc.pid)
+    for _ in range(100):  # read while the child was still exec'ing, /proc/PID/cmdline is empty: read again
+        if "spectui.sim" in original:
+            break
+        time.sleep(0.05)
+        original = _argv(demo.proc.pid)
     final_pid = None
     try:
         app = SpectuiApp(session, baseline_tps=BaselineTps(90.0, running=1), baseline_source="simulator")
