@@ -54,8 +54,10 @@ def test_watch_over_ssh_finds_the_simulator_and_prints_its_decode_lines(sshd: Ss
         finally:
             proc.terminate()
             proc.communicate(timeout=30)
-        # A whole run to its --duration end: nothing but events, nothing leaks onto the terminal.
-        res = spectui("watch", sshd.target, "--pid", str(sim.pid), "--duration", "3", *ssh_opts(sshd))
+        # A whole run to its --duration end: nothing but events, nothing leaks onto the terminal. The SSH
+        # connect and discovery alone take ~2.5 s on a busy 2-core machine (a shell start per remote
+        # command): 3 s left the first decode line on the edge of the window.
+        res = spectui("watch", sshd.target, "--pid", str(sim.pid), "--duration", "8", *ssh_opts(sshd))
     assert res.returncode == 0 and res.stderr == "", res.stderr[-2000:]
     assert "decode" in res.stdout
     assert evs[0]["type"] == "connection" and evs[0]["state"] == "connected" and str(log) in evs[0]["detail"]
