@@ -1,12 +1,18 @@
 """Ten servers in tabs against one: key latency while every tab's log streams in, and idle CPU on quiet logs.
 
-    python3 perf/perf_tabs.py [--seconds S] [--tabs N] [--rate LINES_PER_S_PER_TAB]
+    python3 perf/perf_tabs.py [--runs R] [--seconds S] [--idle-seconds S] [--tabs N] [--rate LINES_PER_S_PER_TAB]
 
 Same method as perf/perf_ui.py (headless run_test, the real pipeline, rules and LogTail; a key's latency
 is from the key event entering the app to the screen refreshed after its action ran), measured for one
 tab and for N tabs in the same run, and printed as ratios. Every tab streams at the same rate, so N tabs
 parse N times the lines (printed, with the lines still waiting to be parsed at the end: a hidden tab parses
-once a second, so up to about a second of its lines may wait); only the shown tab is painted.
+once a second, so up to about a second of its lines may wait); only the shown tab is painted. The hidden
+tabs' parse slices are counted (how many, the longest: what a key can wait for behind them).
+
+Idle CPU is measured once the tabs have settled (IDLE_SETTLE s after start: the first reads, the idle
+flush a second after the last line and the first background round are start-up, not idle work) over
+`--idle-seconds` (default 20 s: the figures are a few ms of CPU a second, and periodic checks run every
+5 s). With `--runs R` the whole comparison is repeated R times and the median of the runs is printed.
 """
 
 from __future__ import annotations
@@ -31,7 +37,10 @@ def _app(sessions):
     return TabbedApp([TabSpec(s.label, s) for s in sessions])
 
 
-async def key_latency(tabs: int, rate: int, seconds: float) -> tuple[list[float], int, int]:
+IDLE_SETTLE = 3.0  # seconds before an idle window opens
+
+
+async def key_latency(tabs: int, rate: int, seconds: float) -> tuple[list[float], int, int, tuple[int, int, float]]:
 
     from spectui.ui.session import Session
 
@@ -42,11 +51,12 @@ async def key_latency(tabs: int, rate: int, seconds: float) -> tuple[list[float]
     def counts(app):  # type: ignore[no-untyped-def]
         lines = sum(t.dashboard.query_one("LogView").last_line_no for t in app.tabs)
         waiting = sum(t.dashboard._pending_count for t in app.tabs)  # received, not parsed yet
-        return lines, waiting
+        slicer = getattr(app.background, "slicer", None)  # (None before the hidden tabs' parse was sliced)
+        return lines, waiting, (slicer.slices, slicer.over, slicer.longest) if slicer is not None else (0, 0, 0.0)
 
     # every tab has started and read its first lines before the first key
-    samples, (lines, waiting), _dash = await measure_keys(app, seconds, settle=2.0, inside=counts)
-    return samples, lines, waiting
+    samples, (lines, waiting, slices), _dash = await measure_keys(app, seconds, settle=2.0, inside=counts)
+    return samples, lines, waiting, slices
 
 
 async def switch_latency(tabs: int, rounds: int = 30) -> list[float]:
@@ -82,7 +92,7 @@ async def idle_cpu(paths: list[str], seconds: float) -> float:
     host = LocalHost()
     app = _app([Session(label=f"gpu{i}", log_path=p, host=host, probe_gpus=False) for i, p in enumerate(paths)])
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause(1.5)
+        await pilot.pause(IDLE_SETTLE)
         c0, t0 = cpu_seconds(), time.perf_counter()
         await asyncio.sleep(seconds)
         return (cpu_seconds() - c0) / (time.perf_counter() - t0)
@@ -95,34 +105,64 @@ def summary(name: str, ms: list[float]) -> tuple[float, float]:
     return p50, p95
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--tabs", type=int, default=10)
-    parser.add_argument("--rate", type=int, default=500, help="log lines/s per tab (default 500)")
-    args = parser.parse_args()
+def one_run(args: argparse.Namespace, paths: list[str]) -> dict[str, float]:
     n = args.tabs
     print(f"key latency (space), headless 160x48, {args.rate} lines/s into every tab, {args.seconds:.0f}s each")
-    one, lines1, wait1 = asyncio.run(key_latency(1, args.rate, args.seconds))
-    many, lines_n, wait_n = asyncio.run(key_latency(n, args.rate, args.seconds))
+    one, lines1, wait1, _ = asyncio.run(key_latency(1, args.rate, args.seconds))
+    many, lines_n, wait_n, (slices, over, longest) = asyncio.run(key_latency(n, args.rate, args.seconds))
     m1, p1 = summary(" 1 tab ", one)
     mn, pn = summary(f"{n:2d} tabs", many)
     print(f"  lines parsed: 1 tab {lines1:,}, {n} tabs {lines_n:,} ({lines_n / max(1, lines1):.1f}x);"
           f" received, not yet parsed at the end: {wait1:,} / {wait_n:,}")
+    print(f"  hidden tabs' parse: {slices:,} slices on the event loop, {over:,} over twice the budget,"
+          f" the longest {longest * 1000:.1f} ms")
     print(f"  ratio {n} tabs / 1 tab: median {mn / m1:.2f}x, p95 {pn / p1:.2f}x")
     print("tab switch (]), quiet logs")
-    summary(f"{n:2d} tabs", asyncio.run(switch_latency(n)))
+    sw, _ = summary(f"{n:2d} tabs", asyncio.run(switch_latency(n)))
+    print(f"idle CPU while following quiet logs ({args.idle_seconds:.0f}s, after {IDLE_SETTLE:.0f}s settling)")
+    c1 = asyncio.run(idle_cpu(paths[:1], args.idle_seconds))
+    cn = asyncio.run(idle_cpu(paths, args.idle_seconds))
+    print(f"   1 tab : {c1 * 100:.2f}% of a core")
+    print(f"  {n:2d} tabs: {cn * 100:.2f}% of a core (ratio {cn / c1:.2f}x)")
+    return {"m1": m1, "mn": mn, "p1": p1, "pn": pn, "median": mn / m1, "p95": pn / p1, "switch": sw,
+            "c1": c1 * 100, "cn": cn * 100, "cpu": cn / c1, "waiting": wait_n}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=1, help="repeat the comparison; the median is printed")
+    parser.add_argument("--seconds", type=float, default=8.0, help="key presses for this long, per app")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window, per app")
+    parser.add_argument("--tabs", type=int, default=10)
+    parser.add_argument("--rate", type=int, default=500, help="log lines/s per tab (default 500)")
+    args = parser.parse_args()
+    n = args.tabs
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
         for i in range(n):
             path = os.path.join(tmp, f"server{i}.log")
             Path(path).write_text("\n".join(LINES[:50]) + "\n")
             paths.append(path)
-        print(f"idle CPU while following quiet logs ({args.seconds:.0f}s)")
-        c1 = asyncio.run(idle_cpu(paths[:1], args.seconds))
-        cn = asyncio.run(idle_cpu(paths, args.seconds))
-        print(f"   1 tab : {c1 * 100:.2f}% of a core")
-        print(f"  {n:2d} tabs: {cn * 100:.2f}% of a core (ratio {cn / c1:.2f}x)")
+        rows = []
+        for run in range(args.runs):
+            if args.runs > 1:
+                print(f"---- run {run + 1} of {args.runs} (load average {os.getloadavg()[0]:.1f})")
+            rows.append(one_run(args, paths))
+    if args.runs > 1:
+        def med(key: str) -> float:
+            return statistics.median(r[key] for r in rows)
+
+        def runs(key: str) -> str:
+            return ", ".join(f"{r[key]:.2f}" for r in rows)
+
+        print(f"---- median of {args.runs} runs ({n} tabs vs 1, each run compared within itself)")
+        print(f"  key latency median: {med('m1'):.1f} ms vs {med('mn'):.1f} ms; ratio {med('median'):.2f}x"
+              f"  (runs: {runs('median')})")
+        print(f"  key latency p95:    {med('p1'):.1f} ms vs {med('pn'):.1f} ms; ratio {med('p95'):.2f}x"
+              f"  (runs: {runs('p95')})")
+        print(f"  idle CPU:           {med('c1'):.2f}% vs {med('cn'):.2f}%; ratio {med('cpu'):.2f}x"
+              f"  (runs: {runs('cpu')})")
+        print(f"  tab switch median {med('switch'):.1f} ms; lines waiting at the end (10 tabs) {med('waiting'):,.0f}")
     return 0
 
 

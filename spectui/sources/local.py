@@ -4,6 +4,10 @@ Commands are exec'd without a shell. Files are read with os.pread on an open des
 reading the inode it opened even after the path is renamed. The change notifier polls the path with
 stat(): every 50 ms while the file is changing, backing off to every 500 ms after a quiet second and
 snapping back on the first change, so following a quiet log costs a couple of wake-ups a second.
+
+Every tail of one event loop shares one poller (`SharedPoll`, what `LocalHost.notifier` hands out): one
+timer stats every followed path in the same wake-up and wakes the tails whose file changed or whose
+timeout is due, so ten tabs on local logs cost about the wake-ups of one (perf/perf_tabs.py, idle CPU).
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ import contextlib
 import os
 import signal
 import time
+import weakref
 from collections.abc import Sequence
+from typing import Any
 
 from spectui.errors import RemoteCommandError
 from spectui.sources.base import FileStat, RunResult, check_result
@@ -21,6 +27,7 @@ from spectui.sources.base import FileStat, RunResult, check_result
 POLL_INTERVAL = 0.05  # while the file is changing
 IDLE_INTERVAL = 0.5  # once it has been quiet for QUIET_AFTER seconds
 QUIET_AFTER = 1.0
+COALESCE = 0.1  # a shared poller's waiter whose timeout is due this soon is woken with the others
 
 
 class LocalFile:
@@ -72,6 +79,121 @@ class PollNotifier:
 
     async def close(self) -> None:
         return None
+
+
+class SharedPoll:
+    """One poller for every path followed on this machine by one event loop (see `shared_poll`).
+
+    The same cadence as `PollNotifier`, per path: a path that changed in the last `quiet_after` seconds
+    makes the poller stat every path each `interval`, else each `idle_interval`. A change seen while its
+    tail is not waiting is kept and returned by its next `wait` at once (no change is missed). A timeout
+    is never late; it may end up to `coalesce` seconds early, so that tails wake in the same timer call.
+    """
+
+    def __init__(self, interval: float = POLL_INTERVAL, idle_interval: float = IDLE_INTERVAL,
+                 quiet_after: float = QUIET_AFTER, coalesce: float = COALESCE) -> None:
+        self.interval = interval
+        self.idle_interval = max(idle_interval, interval)
+        self.quiet_after = quiet_after
+        self.coalesce = coalesce
+        self.watches: set[SharedNotifier] = set()
+        self.polls = 0  # timer calls so far (tests)
+        self._handle: asyncio.TimerHandle | None = None
+
+    def watch(self, path: str) -> SharedNotifier:
+        w = SharedNotifier(self, path)
+        self.watches.add(w)
+        self._plan()
+        return w
+
+    def _forget(self, w: SharedNotifier) -> None:
+        self.watches.discard(w)
+        if not self.watches and self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _plan(self, at: float | None = None) -> None:
+        """Make sure the timer fires by `at` (loop time), or by the next poll of the cadence."""
+        if not self.watches:
+            return
+        loop = asyncio.get_running_loop()
+        if at is None:
+            now = loop.time()
+            busy = any(now - w.changed_at < self.quiet_after for w in self.watches)
+            at = now + (self.interval if busy else self.idle_interval)
+        if self._handle is not None:
+            if self._handle.when() <= at:
+                return
+            self._handle.cancel()
+        self._handle = loop.call_at(at, self._tick)
+
+    def _tick(self) -> None:
+        self._handle = None
+        self.polls += 1
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for w in list(self.watches):
+            sig = _signature(w.path)
+            if sig != w.sig:
+                w.sig, w.changed_at = sig, now
+                w.fire(True)
+        soon = now + self.coalesce
+        due = [w.deadline for w in self.watches if w.waiter is not None]
+        for w in list(self.watches):
+            if w.waiter is not None and w.deadline <= soon:
+                w.fire(False)
+        self._plan()
+        later = [d for d in due if d > soon]
+        if later:
+            self._plan(min(later))
+
+
+class SharedNotifier:
+    """One path's handle on a SharedPoll (the notifier protocol: `wait(timeout)`, `close()`)."""
+
+    def __init__(self, poll: SharedPoll, path: str) -> None:
+        self.poll = poll
+        self.path = path
+        self.sig = _signature(path)
+        self.changed_at = asyncio.get_running_loop().time()
+        self.pending = False  # changed while nobody waited: the next wait returns True at once
+        self.waiter: asyncio.Future[bool] | None = None
+        self.deadline = 0.0
+
+    async def wait(self, timeout: float) -> bool:
+        if self.pending:
+            self.pending = False
+            return True
+        loop = asyncio.get_running_loop()
+        self.waiter = loop.create_future()
+        self.deadline = loop.time() + max(0.0, timeout)
+        self.poll._plan(self.deadline)
+        try:
+            return await self.waiter
+        finally:
+            self.waiter = None
+
+    def fire(self, changed: bool) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(changed)
+            self.waiter = None
+        elif changed:
+            self.pending = True
+
+    async def close(self) -> None:
+        self.poll._forget(self)
+
+
+_POLLS: weakref.WeakKeyDictionary[Any, SharedPoll] = weakref.WeakKeyDictionary()
+
+
+def shared_poll() -> SharedPoll:
+    """The running event loop's SharedPoll (made on first use)."""
+    loop = asyncio.get_running_loop()
+    poll = _POLLS.get(loop)
+    if poll is None:
+        poll = _POLLS[loop] = SharedPoll()
+    return poll
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
@@ -166,8 +288,8 @@ class LocalHost:
     async def open(self, path: str) -> LocalFile:
         return LocalFile(os.open(path, os.O_RDONLY))
 
-    async def notifier(self, path: str) -> PollNotifier:
-        return PollNotifier(path)
+    async def notifier(self, path: str) -> SharedNotifier:
+        return shared_poll().watch(path)
 
     async def connect(self) -> None:
         return None  # nothing to connect: the same call as SSHHost, so callers need not ask
