@@ -13,7 +13,16 @@ _LINE_RE = re.compile(r"\bline (\d+)\b")
 
 
 def is_bundle_input(path: str) -> bool:
-    """A local file that is (or claims to be: gzip or tar) a bundle; read_bundle then says what is wrong."""
+    """A local file that is (or claims to be: gzip or tar) a bundle; read_bundle then says what is wrong.
+    A plain log (neither gzip nor tar in its first bytes) is told apart before any bundle code is imported:
+    that import was ~0.15 s of every `check` start-up."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return False
+    if head[:2] != b"\x1f\x8b" and head[257:262] != b"ustar":
+        return False
     from spectui.ui.bundle_replay import bundle_file
 
     return bundle_file(path) is not None
