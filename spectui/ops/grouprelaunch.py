@@ -15,7 +15,9 @@ alone waits for peers that will never come, and the survivors of a lost peer fai
 4. start node rank 0 first (prefill before decode for PD), then the others at once, without waiting for
    health in between — rank 0 cannot be healthy before its peers joined;
 5. wait for all: rank 0 on its /health, the other ranks on theirs (SGLang's dummy health server on their
-   `--port`), every log through the rules; the first member that fails ends the wait;
+   `--port`), every log through the rules; the first member that fails ends the wait. A rank >= 1 whose port
+   still refuses /health PEER_HEALTH_GRACE_S after rank 0 is healthy, alive with a clean log, is taken as up
+   (rank 0's health needs every rank; some releases start no reachable health server there, sglang#12297);
 6. on failure, stop whatever of the new launch still runs on every node and start the previous command on
    every node the same way (unless --no-rollback).
 
@@ -44,6 +46,7 @@ from spectui.ops.runner import Runner, StepFailed
 __all__ = ["GroupMember", "GroupPlan", "GroupResult", "execute_group", "prepare_group"]
 
 _SHAPE = ("nnodes", "node-rank", "disaggregation-mode")
+PEER_HEALTH_GRACE_S = 20.0  # after node 0 is healthy, how long a node >= 1 may take to answer its own /health
 
 
 def _check_shape(edits: Edits) -> None:
@@ -229,12 +232,22 @@ class _Group:
             return [a for a in out if a is not None], failed
         tasks = {asyncio.create_task(self._wait(i, *pids[i], rollback)): i for i in pids}
         pending = set(tasks)
+        loop, grace_end = asyncio.get_running_loop(), None
         try:
             while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                left = None if grace_end is None else max(0.0, grace_end - loop.time())
+                done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 for t in done:
                     out[tasks[t]] = t.result()
                 if any(a is not None and not a.healthy for a in out):
+                    break
+                lead = out[self.g.primary]
+                if grace_end is None and lead is not None and lead.healthy and pending:
+                    if not all(self._peer(tasks[t]) for t in pending):
+                        continue  # a PD member has its own full server: its /health decides
+                    grace_end = loop.time() + PEER_HEALTH_GRACE_S
+                elif grace_end is not None and not done and loop.time() >= grace_end:
+                    self._peers_up(out, pids, [tasks[t] for t in pending])
                     break
         finally:
             for t in pending:
@@ -249,6 +262,22 @@ class _Group:
                 why = self.g.members[failed].label if failed is not None else "another node"
                 out[i] = Attempt(pid, log, False, f"not waited for: {why} failed first")
         return [a for a in out if a is not None], failed
+
+    def _peer(self, i: int) -> bool:
+        """Node i is a rank >= 1 of a multi-node server (no API of its own; node 0's health needs it up)."""
+        r = self.g.roles[i]
+        return r is not None and r.pd_mode is None and r.node_rank >= 1
+
+    def _peers_up(self, out: list[Attempt | None], pids: dict[int, tuple[int, str, int]], waiting: list[int]) -> None:
+        """Node 0 is healthy, so every rank joined and loaded (its collectives need them all); nodes >= 1 whose
+        port still refuses /health, alive and with no error in their logs (their watchers would have ended),
+        are taken as up: some releases start no reachable health server there (sgl-project/sglang#12297)."""
+        for i in waiting:
+            pid, log, port = pids[i]
+            self.runners[i]._note(Step.HEALTHY, f"pid {pid} is up: node 0 is healthy and this node's process lives "
+                                  f"with no error in its log, but its /health on port {port} never answered "
+                                  "(some SGLang releases start no reachable health server on nodes >= 1)", pid=pid)
+            out[i] = Attempt(pid, log, True, None)
 
     async def _wait(self, i: int, pid: int, log: str, port: int, rollback: bool) -> Attempt:
         r = self.runners[i]

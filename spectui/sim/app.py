@@ -193,8 +193,17 @@ class SimApp:
         launch-phase one (the running-phase handler belongs to the tokenizer manager, on node 0 only)."""
         assert self.peers is not None and self.peers.lost is not None
         health = DummyHealth(self.fmt)
-        server = await asyncio.start_server(lambda r, w: serve_connection(r, w, health, _no_access), sock=sock)
-        if self.fmt.v >= (0, 5, 0):  # uvicorn at log level warning: its own INFO lines are not shown
+        server: asyncio.Server | None = None
+        if self.knobs.fault is not None and self.knobs.fault.name == "no-dummy-health":
+            # sgl-project/sglang#12297: the dummy server is scheduled on an event loop that never runs again;
+            # its line is logged, its port refuses connections.
+            sock.close()
+            self.out.log(self.fmt.main(f"Dummy health check server scheduled on existing loop at {self.host}:{self.port}"))
+        else:
+            server = await asyncio.start_server(lambda r, w: serve_connection(r, w, health, _no_access), sock=sock)
+        if server is None:
+            pass
+        elif self.fmt.v >= (0, 5, 0):  # uvicorn at log level warning: its own INFO lines are not shown
             self.out.log(self.fmt.main(f"Starting dummy health check server at {self.host}:{self.port}"))
         else:  # older releases ran uvicorn.run() at its default level
             for line in self.fmt.uvicorn_startup(os.getpid(), self.host, self.port):
@@ -207,7 +216,8 @@ class SimApp:
             self.out.log(self.fmt.main(faults.SIGQUIT_LAUNCH))
             _die(signal.SIGKILL, self.out)
         stop_task.cancel()
-        server.close()
+        if server is not None:
+            server.close()
         return 0
 
     def _exit_during_startup(self) -> int:

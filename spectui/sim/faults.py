@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAULT_NAMES = ("oom-at-capture", "crash-after N", "layer-mismatch", "nccl-timeout")
+FAULT_NAMES = ("oom-at-capture", "crash-after N", "layer-mismatch", "nccl-timeout", "no-dummy-health")
 
 # A draft whose aux hidden-state layers do not match the target: drafts are almost never accepted.
 LAYER_MISMATCH_ALPHA = 0.08
@@ -23,7 +23,7 @@ class KnobError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    name: str  # "oom-at-capture" | "crash-after" | "layer-mismatch" | "nccl-timeout"
+    name: str  # "oom-at-capture" | "crash-after" | "layer-mismatch" | "nccl-timeout" | "no-dummy-health"
     count: int = 0  # crash-after: requests served before the crash
 
     @classmethod
@@ -33,7 +33,7 @@ class Fault:
             if not count.isdigit():
                 raise KnobError("--sim-fault crash-after needs a request count, e.g. --sim-fault crash-after 3")
             return cls(name, int(count))
-        if name in ("oom-at-capture", "layer-mismatch", "nccl-timeout") and not count:
+        if name in ("oom-at-capture", "layer-mismatch", "nccl-timeout", "no-dummy-health") and not count:
             return cls(name)
         raise KnobError(f"unknown --sim-fault {text!r}; choose from: {', '.join(FAULT_NAMES)}")
 

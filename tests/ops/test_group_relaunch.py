@@ -207,3 +207,18 @@ async def test_a_member_already_being_relaunched_or_read_only_refuses_the_group_
         await execute_group(ro, history=store)  # node 1's pre-flight refuses: node 0 is not touched either
     assert all(alive(p) for p in nodes.pids)
     assert store.read() == []  # nothing was started, so nothing was recorded
+
+
+def test_a_node_whose_health_server_never_answers_is_up_once_node0_is_healthy(nodes: Nodes) -> None:
+    """sgl-project/sglang#12297: on some releases a node >= 1 logs its dummy health server but its port refuses
+    connections (the simulator's `no-dummy-health` fault); node 0's health proves every rank joined and loaded."""
+    nodes.start()
+    targets = [f"local:{log}" for log in nodes.logs()]
+    done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["healthy"] is True and out["rolled_back"] is False
+    node1 = out["members"][1]
+    assert alive(node1["new_pid"]) and "never answered" in done.stderr
+    assert "Dummy health check server scheduled on existing loop" in Path(node1["log"]).read_text()
+    wait_health(nodes.labs[0].port, 30)  # node 0 serves
