@@ -21,9 +21,6 @@ from typing import Any
 from spectui.sources.base import Host, ServerProcess
 from spectui.sources.follow import follow, make_engine
 
-SUCCESSOR_FAST_S = 120.0  # look every second this long after the exit, then every SUCCESSOR_SLOW (as the cockpit)
-SUCCESSOR_SLOW = 5.0
-
 
 class LogActivity:
     """What liveness needs from the log: when a line last came, requests in flight, phase."""
@@ -60,20 +57,6 @@ def successor_event(succ: ServerProcess, previous_pid: int | None) -> dict[str, 
     """CONTRACTS.md `watch --jsonl`: the server that replaced the followed one."""
     return {"type": "server", "state": "successor", "pid": succ.pid, "log": succ.log_path, "port": succ.port,
             "previous_pid": previous_pid}
-
-
-async def await_successor(host: Host, ref: ServerProcess, *, old_log: str | None, exclude: set[int],
-                          clock: Callable[[], float] = time.monotonic) -> ServerProcess:
-    """Poll `find_successor` until a server took `ref`'s place (every second, then every 5 s)."""
-    from spectui.sources.liveness import find_successor
-
-    began = clock()
-    while True:
-        with contextlib.suppress(Exception):  # a host hiccup (SSH reconnecting): try again next round
-            succ = await find_successor(host, ref, old_log=old_log, exclude=exclude)
-            if succ is not None:
-                return succ
-        await asyncio.sleep(1.0 if clock() - began < SUCCESSOR_FAST_S else SUCCESSOR_SLOW)
 
 
 class ServerFollow:
@@ -162,7 +145,10 @@ class ServerFollow:
                 gone = verdict is not None and verdict.state == GONE
             if not gone:
                 return
-            succ = await await_successor(self.host, proc, old_log=log, exclude=set(self.followed))
+            from spectui.sources.liveness import await_successor
+
+            succ = await await_successor(self.host, proc, old_log=lambda: log, exclude=set(self.followed))
+            assert succ is not None  # no stop condition: it waits until one appears
             self.followed.add(succ.pid)
             await queue.put(successor_event(succ, proc.pid))
             if succ.log_path != log:

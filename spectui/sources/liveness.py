@@ -279,3 +279,26 @@ async def find_successor(host: Host, old: ServerProcess, *, old_log: str | None 
         if score > best_score:
             best, best_score = proc, score
     return best
+
+
+SUCCESSOR_FAST_S = 120.0  # after an exit, look for a successor every second this long, then every SUCCESSOR_SLOW
+SUCCESSOR_SLOW = 5.0
+
+
+async def await_successor(host: Host, ref: ServerProcess, *, old_log: Callable[[], str | None], exclude: set[int],
+                          clock: Callable[[], float] = time.monotonic,
+                          stop: Callable[[], bool] = lambda: False) -> ServerProcess | None:
+    """Poll `find_successor` until a server took `ref`'s place (every second, then every SUCCESSOR_SLOW s);
+    None as soon as `stop()` says the caller no longer needs one. `old_log()` is read each round (the
+    follower's log can change meanwhile). A host hiccup (SSH reconnecting) is tried again next round."""
+    import contextlib
+
+    began = clock()
+    while True:
+        if stop():
+            return None
+        with contextlib.suppress(Exception):
+            succ = await find_successor(host, ref, old_log=old_log(), exclude=exclude)
+            if succ is not None:
+                return succ
+        await asyncio.sleep(1.0 if clock() - began < SUCCESSOR_FAST_S else SUCCESSOR_SLOW)

@@ -9,7 +9,6 @@ log, a toast and a marker line in the log pane. A relaunch done by this cockpit 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
@@ -21,11 +20,8 @@ from spectui.sources.liveness import (
     HealthState,
     LivenessConfig,
     LivenessMonitor,
-    find_successor,
+    await_successor,
 )
-
-SUCCESSOR_FAST_S = 120.0  # look every second this long after the exit, then every SUCCESSOR_SLOW
-SUCCESSOR_SLOW = 5.0
 
 
 def _port_of(session: Any) -> int | None:
@@ -104,17 +100,9 @@ class ServerWatch:
 
     async def _await_successor(self, ref: Any, pid: int) -> Any:
         s: Any = self.session  # type: ignore[attr-defined]
-        began = self.clock()  # type: ignore[attr-defined]
-        exclude = {pid, *self.successors, ref.pid}
-        while True:
-            if s.pid != pid:
-                return None  # this cockpit's own relaunch got there first (RelaunchFinished)
-            with contextlib.suppress(Exception):  # a host hiccup: try again next round
-                succ = await find_successor(s.host, ref, old_log=self.log_path, exclude=exclude)  # type: ignore[attr-defined]
-                if succ is not None:
-                    return succ
-            fast = self.clock() - began < SUCCESSOR_FAST_S  # type: ignore[attr-defined]
-            await asyncio.sleep(1.0 if fast else SUCCESSOR_SLOW)
+        # None once this cockpit's own relaunch got there first (RelaunchFinished moved the session's pid)
+        return await await_successor(s.host, ref, old_log=lambda: self.log_path, exclude={pid, *self.successors, ref.pid},  # type: ignore[attr-defined]
+                                     clock=self.clock, stop=lambda: s.pid != pid)  # type: ignore[attr-defined]
 
     async def _follow_successor(self, old_pid: int, succ: Any) -> None:
         from spectui.core.launch import parse_command
