@@ -132,12 +132,13 @@ async def test_a_refused_relaunch_is_shown_without_the_secret(tmp_path) -> None:
             "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
             "--speculative-num-draft-tokens", "4"]
     calls = []
+    release = asyncio.Event()  # the refusal comes once the third press has been handled (not after a sleep)
 
     async def refuse(command, progress):  # type: ignore[no-untyped-def]
         calls.append(command)
         assert "--api-key=SECRETVALUE" in command.args  # the real value reaches ops, unmasked
         progress("checking", "checking pid 4242")
-        await asyncio.sleep(0.3)
+        await release.wait()
         raise RelaunchError(f"pid 4242 is no longer the server (it now runs {' '.join(argv)!r}); nothing was changed")
 
     session = Session(label="gpu1", log_path="recorded.log", launch=parse_command(argv), current_pid=4242,
@@ -152,6 +153,9 @@ async def test_a_refused_relaunch_is_shown_without_the_secret(tmp_path) -> None:
         screen.query_one("#f-speculative_num_steps", Input).value = "5"
         await pilot.pause()
         await pilot.press("ctrl+s", "ctrl+s", "ctrl+s")
+        await pilot.pause()
+        assert screen.running and not screen.armed  # the third press, while it runs, was ignored
+        release.set()
         await wait_for(lambda: not screen.running and screen.error is not None, pilot, timeout=10)
         assert len(calls) == 1
         text = assert_no_secret(screen)

@@ -215,3 +215,40 @@ async def test_with_the_panes_line_numbers_each_chunks_kinds_come_as_one_list_pe
             marked[no] = kind if isinstance(kind, str) else kind[no - first]
     assert all(not isinstance(kind, str) for _f, _l, kind in update.kinds)
     assert sorted(marked) == list(range(1001, 1301)) and set(marked.values()) == {"other"}
+
+
+async def test_a_tab_whose_parse_falls_behind_stops_reading_and_loses_no_line(monkeypatch) -> None:
+    """A log arriving faster than a hidden tab parses it: the lines read but not parsed stay bounded (the tail
+    is not read until half the backlog is parsed; the rest waits in the file), and every line arrives."""
+    from spectui.sources.base import ConnState, TailLines, TailState
+    from spectui.ui.screens import dashboard
+
+    monkeypatch.setattr(dashboard, "MAX_PENDING_LINES", 3000)
+    lines, size, chunks = _lines(), 500, 40  # 20,000 lines offered at once
+
+    async def flood(_path: str):  # type: ignore[no-untyped-def]
+        yield TailState(ConnState.CONNECTED, "test")
+        for c in range(chunks):
+            yield TailLines(tuple(lines[(c * size + i) % len(lines)] for i in range(size)), c * size + 1, 0)
+        await asyncio.sleep(3600)
+
+    sessions = [Session(label="shown", log_path="a.log", tail_factory=_quiet, probe_gpus=False),
+                Session(label="flood", log_path="b.log", tail_factory=flood, probe_gpus=False)]
+    app = TabbedApp([TabSpec(s.label, s) for s in sessions])
+    total, most = chunks * size, 0
+    async with app.run_test(size=(160, 48)) as pilot:
+        hidden = app.tabs[1].dashboard
+        for _ in range(1200):
+            most = max(most, hidden._pending_count)
+            if hidden.query_one("LogView").last_line_no == total and not hidden._pending and not hidden.processing:
+                break
+            await pilot.pause(0.02)
+        assert hidden.query_one("LogView").last_line_no == total  # every line, none lost
+        assert most <= 3000 + size  # at most one read past the bound (without it: all 20,000 at once)
+
+
+async def _quiet(_path: str):  # type: ignore[no-untyped-def]
+    from spectui.sources.base import ConnState, TailState
+
+    yield TailState(ConnState.CONNECTED, "test")
+    await asyncio.sleep(3600)

@@ -59,7 +59,8 @@ def group_tail(members: Sequence[Any], labels: Sequence[str], primary: int):  # 
     """A Session.tail_factory over the member Sessions' own tails (the path argument is ignored)."""
 
     async def events(_path: str) -> AsyncIterator[TailEvent]:
-        queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
+        # bounded: a follower that stops reading (its parse fell behind) stops the members' tails too
+        queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue(maxsize=64)
 
         async def pump(i: int, session: Any) -> None:
             try:

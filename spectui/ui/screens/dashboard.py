@@ -7,6 +7,7 @@ frozen view values into the widgets. There is never a message or a refresh per l
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,10 @@ FLUSH_INTERVAL = 0.2  # seconds
 PANEL_INTERVAL = 0.25  # seconds: the panels (speculative, config, diagnoses) at most four times a second
 FLUSH_LINES = 2000  # flush at once when this many lines are waiting (above 10k lines/s)
 MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
+# Lines read but not yet parsed, at most (memory stays bounded when the parse falls behind, e.g. hidden tabs
+# on a loaded machine): past it the tail is not read until half is parsed; the backlog waits in the log
+# file on the host (tails read by offset), so nothing is lost.
+MAX_PENDING_LINES = 20_000
 PARSE_SLICE = 500  # lines per parser call in the worker thread
 GPU_POLL_INTERVAL = 5.0
 IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
@@ -139,6 +144,9 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
                     self._last_line_at = self.clock()
                     self._idle_flushed = False
                     self._schedule_flush()
+                    if self._pending_count > MAX_PENDING_LINES:  # read again once half the backlog is parsed
+                        while self._pending_count > MAX_PENDING_LINES // 2:
+                            await asyncio.sleep(0.05)
         except Exception as exc:  # noqa: BLE001 - the screen stays up with what it has, and says why
             self.connection = "lost"
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
