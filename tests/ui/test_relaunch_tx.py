@@ -9,7 +9,7 @@ import asyncio
 
 from ops.ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health
 from textual.geometry import Region
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Static
 
 from spectui.core.launch import parse_command
 from spectui.errors import RelaunchError
@@ -92,8 +92,11 @@ async def test_failure_shown_disarmed_replanned_and_one_relaunch_per_confirmatio
             assert records[0].outcome == "rolled_back"
             assert [(e.name, e.new) for e in records[0].env_diff] == [("SPECTUI_SIM_FAULT", "oom-at-capture")]
 
-            # The failure, on the screen itself: reason, the diagnosis that ended it, every rollback step.
-            text = assert_no_secret(screen)
+            # The failure, on the screen itself: reason, the diagnosis that ended it, every rollback step (the
+            # progress box scrolls when a slow rollback logged more steps than it shows at once: its content).
+            text = assert_no_secret(screen) + "\n" + str(screen.query_one("#progress", Static).render())
+            for secret in SECRETS:
+                assert secret not in text
             cause = result.new.cause
             assert cause is not None and cause.category == "oom"
             assert "✗ relaunch failed: " in text and f"cause     {cause.rule}  {cause.title}" in text
