@@ -54,24 +54,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, printer
-    from spectui.errors import UsageError
-    from spectui.ops.plan import Edits
+    from spectui.commands.relaunchgate import gate, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
     from spectui.ops.relaunch import RelaunchOptions, execute, prepare
-    from spectui.sources.target import open_host, parse_target
+    from spectui.sources.target import open_host
 
     if len(args.targets) > 1:
         from spectui.commands.relaunchgroup import run_group
 
         return await run_group(args)
-    target = parse_target(args.targets[0])
-    if target.kind not in ("local", "ssh"):
-        raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {args.targets[0]!r})")
-    edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
-    for name in ("health_timeout", "stop_timeout", "observe"):
-        if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+    (target,), edits = targets_and_edits(args)
     host = open_host(target, args, read_only=args.read_only)
     if target.kind == "ssh":
         await host.connect()

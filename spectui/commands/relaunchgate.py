@@ -47,3 +47,21 @@ def printer(stream: Any) -> Any:
         prefix = "rollback: " if p.rollback else ""
         print(f"[{p.step}] {prefix}{p.message}", file=stream, flush=True)
     return show
+
+
+def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """The TARGETs (sources.target.Target, hosts only) and the ops.plan.Edits of a `relaunch` command line;
+    UsageError (exit 2) for a log-file target or a negative timeout."""
+    from spectui.errors import UsageError
+    from spectui.ops.plan import Edits
+    from spectui.sources.target import parse_target
+
+    targets = [parse_target(t) for t in args.targets]
+    for text, t in zip(args.targets, targets, strict=True):
+        if t.kind not in ("local", "ssh"):
+            raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {text!r})")
+    edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
+    for name in ("health_timeout", "stop_timeout", "observe"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+    return targets, edits

@@ -10,25 +10,17 @@ import sys
 
 
 async def run_group(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, printer
+    from spectui.commands.relaunchgate import gate, printer, targets_and_edits
     from spectui.errors import UsageError
     from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
-    from spectui.ops.plan import Edits
     from spectui.ops.procs import own_pgids
     from spectui.ops.relaunch import RelaunchOptions
-    from spectui.sources.target import open_host, parse_target
+    from spectui.sources.target import open_host
 
     if args.pid is not None:
         raise UsageError("--pid picks one server on one host; with several TARGETs name each node's log instead "
                          "(host:/path/to/node.log) or connect to hosts that run one server each")
-    targets = [parse_target(t) for t in args.targets]
-    for text, t in zip(args.targets, targets, strict=True):
-        if t.kind not in ("local", "ssh"):
-            raise UsageError(f"relaunch needs hosts, not log files: use local or [user@]host[:port] (got {text!r})")
-    edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
-    for name in ("health_timeout", "stop_timeout", "observe"):
-        if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+    targets, edits = targets_and_edits(args)
     hosts = [open_host(t, args, read_only=args.read_only) for t in targets]
     try:
         for t, h in zip(targets, hosts, strict=True):
