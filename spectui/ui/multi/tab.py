@@ -6,7 +6,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from textual import events, work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -92,30 +92,12 @@ class TabDashboard(DashboardScreen):
         elif not self.processing:
             self.background.want(self, urgent=self._pending_count >= MAX_LINES_PER_FLUSH)
 
-    def process_batch(self, batch: list[str], *, finish: bool, first_view_no: int | None = None,
-                      idle: bool = False) -> Any:
+    async def analysed(self, batch: list[str], first_view_no: int | None) -> Any:
         """A hidden tab's lines are parsed on the event loop in short slices when it is idle (slicer.py);
         the shown tab's, an idle flush and a replay's end as in the single-server dashboard (a thread)."""
-        if batch and not finish and not idle and self.background is not None and self._hidden():
-            return self._process_hidden(batch, first_view_no)
-        return super().process_batch(batch, finish=finish, first_view_no=first_view_no, idle=idle)
-
-    @work(group="parse")
-    async def _process_hidden(self, batch: list[str], first_view_no: int | None) -> None:
-        assert self.background is not None
-        try:
-            prepared, update = await self.background.analyse(self, batch, first_view_no)
-            with contextlib.suppress(NoMatches):  # taken apart at exit
-                self.query_one(LogView).append_prepared(prepared, first_line=first_view_no)
-            if update is not None:
-                self._apply(update)
-        except Exception as exc:  # noqa: BLE001 - as the dashboard: a parser bug must not take the cockpit down
-            self.notify(f"could not analyse {len(batch)} lines: {type(exc).__name__}: {exc}", severity="error",
-                        timeout=30, markup=False)
-        finally:
-            self.processing = False
-        if self._pending or (self.tail_done and self.session.replay and not self.finished):
-            self._schedule_flush()
+        if batch and self.background is not None and self._hidden():
+            return await self.background.analyse(self, batch, first_view_no)
+        return await super().analysed(batch, first_view_no)
 
     def _show_timeline(self) -> None:
         show = getattr(super(), "_show_timeline", None)
