@@ -5,11 +5,7 @@ simulator."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-
-from test_relaunch_sim import start_demo_session, wait_for
+from test_relaunch_sim import start_demo_session, stop_relaunched, wait_for
 from textual.widgets import DataTable, Input
 
 from spectui.ops.history import read_history
@@ -58,7 +54,4 @@ async def test_a_cockpit_relaunch_records_the_accept_len_and_tok_s_it_reached(tm
             await pilot.press("escape", "q")
     finally:
         demo.stop_sim()
-        if new_pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if os.getpgid(new_pid) == new_pid:
-                    os.killpg(new_pid, signal.SIGTERM)
+        stop_relaunched(new_pid)

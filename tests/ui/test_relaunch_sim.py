@@ -39,6 +39,14 @@ def start_demo_session(scenario: str, tmp_path) -> tuple[DemoRun, str, Session]:
     return demo, path, session
 
 
+def stop_relaunched(pid: int | None) -> None:
+    """SIGTERM the process group a relaunch started (its own session leader), if it still runs."""
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGTERM)
+
+
 async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # relaunch history goes here
     demo, path, session = start_demo_session("silent-override", tmp_path)
@@ -78,10 +86,7 @@ async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, mon
             await pilot.press("escape", "q")
     finally:
         demo.stop_sim()
-        if new_pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if os.getpgid(new_pid) == new_pid:
-                    os.killpg(new_pid, signal.SIGTERM)
+        stop_relaunched(new_pid)
 
 
 async def test_a_relaunch_that_fails_is_rolled_back_and_shown(tmp_path, monkeypatch) -> None:
@@ -117,7 +122,4 @@ async def test_a_relaunch_that_fails_is_rolled_back_and_shown(tmp_path, monkeypa
             await pilot.press("escape", "q")
     finally:
         demo.stop_sim()
-        if rollback_pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if os.getpgid(rollback_pid) == rollback_pid:
-                    os.killpg(rollback_pid, signal.SIGTERM)
+        stop_relaunched(rollback_pid)
