@@ -144,7 +144,12 @@ async def test_help_history_palette_and_quit(seed_lines) -> None:
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"history")
-        await pilot.pause(0.3)
+        from textual.command import CommandList
+        commands = app.screen.query_one(CommandList)
+        for _ in range(200):  # the palette searches in a worker: wait for its hit to be highlighted
+            if commands.option_count and commands.highlighted is not None:
+                break
+            await pilot.pause(0.05)
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, HistoryScreen)

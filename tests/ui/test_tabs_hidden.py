@@ -49,9 +49,9 @@ async def test_a_hidden_tab_holds_its_lines_diagnoses_and_shows_them_all_when_sw
         await wait_for(lambda: log.last_line_no == total and not hidden._pending and not hidden.processing, pilot)
         assert log.held_lines > 0 and log.line_count < total  # parsed, not put on the pane
         assert hidden.last_update is not None and hidden.last_update.diagnoses  # the rules saw its lines
-        await pilot.pause(1.2)
-        strip = app.screen.query_one(SummaryStrip)
-        assert strip.entries[1].worst is not None and strip.entries[1].phase != "unknown"
+        strip = app.screen.query_one(SummaryStrip)  # it refreshes once a second
+        await wait_for(lambda: len(strip.entries) == 2 and strip.entries[1].worst is not None
+                       and strip.entries[1].phase != "unknown", pilot)
         await pilot.press("2")
         await pilot.pause()
         assert app.screen is hidden
