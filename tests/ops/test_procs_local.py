@@ -33,6 +33,18 @@ def _proc_argv(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
 
 
+async def _group_when(host: LocalHost, leader: int, ready) -> tuple[list, list]:  # type: ignore[no-untyped-def]
+    """The host's processes and the leader's live group, once `ready(group)` holds (10 s at most): the
+    launcher shell spawns its children after start_detached returns."""
+    deadline = time.monotonic() + 10
+    while True:
+        all_procs = await procs.list_procs(host)
+        group = procs.alive_in_group(all_procs, leader)
+        if ready(group) or time.monotonic() > deadline:
+            return all_procs, group
+        time.sleep(0.05)
+
+
 def _exec_done(pid: int, program: str) -> None:
     """Wait until the start chain (sh -> setsid -> nohup -> env) has exec'd the program itself."""
     deadline = time.monotonic() + 10
@@ -92,8 +104,7 @@ async def test_stop_group_spares_a_bystander(tmp_path: Path) -> None:
                                         ["sh", "-c", 'python3 -c "$1" & python3 -c "$1"', "sh", SLEEPER])
     bystander = subprocess.Popen([sys.executable, "-c", SLEEPER], start_new_session=True)
     try:
-        time.sleep(0.3)
-        members = procs.alive_in_group(await procs.list_procs(host), server)
+        _, members = await _group_when(host, server, lambda g: len(g) >= 3)
         assert len(members) == 3  # sh and its two pythons
         assert (await procs.signal_group(host, server, "TERM")).delivered
         assert await procs.wait_group_gone(host, server, 10) == []
@@ -111,9 +122,8 @@ async def test_foreign_members_of_the_group_are_named(tmp_path: Path) -> None:
         host, str(tmp_path), str(tmp_path / "s.log"), {"PATH": os.environ["PATH"]},
         ["sh", "-c", 'sleep 60 & python3 -c "$1" 60; wait', "sh", SLEEPER])
     try:
-        time.sleep(0.4)
-        all_procs = await procs.list_procs(host)
-        group = procs.alive_in_group(all_procs, leader)
+        all_procs, group = await _group_when(
+            host, leader, lambda g: {p.args.split()[0] for p in g} >= {"sleep", "python3"})
         server = next(p for p in group if p.args.startswith("python3"))
         foreign = procs.foreign_members(all_procs, leader, server.pid)
         assert [p.args.split()[0] for p in foreign] == ["sleep"]

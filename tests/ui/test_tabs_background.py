@@ -144,8 +144,11 @@ async def test_hidden_tabs_are_parsed_in_slices_and_lose_no_line() -> None:
             assert d.last_update is not None and d.last_update.snapshot is not None
         assert app.background.frozen is True
         await pilot.press("2")
-        await pilot.pause(0.3)
         log = app.tabs[1].dashboard.query_one("LogView")
+        for _ in range(200):  # the held lines go on the pane once the tab is shown
+            if log.line_count == total:
+                break
+            await pilot.pause(0.05)
         assert log.line_count == total and log.text_of(total) == log._texts[-1]
     assert app.background.frozen is False and gc.get_freeze_count() == 0  # unfrozen at exit
 
