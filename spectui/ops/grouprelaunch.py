@@ -274,7 +274,7 @@ class _Group:
         are taken as up: some releases start no reachable health server there (sgl-project/sglang#12297)."""
         for i in waiting:
             pid, log, port = pids[i]
-            self.runners[i]._note(Step.HEALTHY, f"pid {pid} is up: node 0 is healthy and this node's process lives "
+            self.runners[i].note(Step.HEALTHY, f"pid {pid} is up: node 0 is healthy and this node's process lives "
                                   f"with no error in its log, but its /health on port {port} never answered "
                                   "(some SGLang releases start no reachable health server on nodes >= 1)", pid=pid)
             out[i] = Attempt(pid, log, True, None)
@@ -289,13 +289,13 @@ class _Group:
     async def _after_failure(self, reason: str, new: list[Attempt]) -> tuple[list[Attempt], list[Attempt | None], str]:
         kind, labels = self.g.kind, [m.label for m in self.g.members]
         first = self.runners[self.g.primary]
-        first._note(Step.FAILED, f"group relaunch failed: {reason}")
+        first.note(Step.FAILED, f"group relaunch failed: {reason}")
         if not self.opt.rollback:
             msg = (f"group relaunch failed: {reason}; not rolled back (--no-rollback): the {kind} group is not healthy; "
                    "what runs: " + ", ".join(f"{lab} pid {a.pid or '–'}" for lab, a in zip(labels, new, strict=True)))
             return new, [None] * len(new), msg
         for r in self.runners:
-            r._note(Step.ROLLING_BACK, "restoring the previous command", rollback=True)
+            r.note(Step.ROLLING_BACK, "restoring the previous command", rollback=True)
         back: list[Attempt | None]
         try:
             await asyncio.gather(*(self._clear(i, a) for i, a in enumerate(new)))
@@ -304,14 +304,14 @@ class _Group:
             back = [Attempt(None, None, False, f"rollback: {exc}") for _ in new]
         if all(b is not None and b.healthy for b in back):
             for r, b in zip(self.runners, back, strict=True):
-                r._note(Step.ROLLED_BACK, f"previous command healthy again as pid {b.pid}", rollback=True, pid=b.pid)  # type: ignore[union-attr]
+                r.note(Step.ROLLED_BACK, f"previous command healthy again as pid {b.pid}", rollback=True, pid=b.pid)  # type: ignore[union-attr]
             pids = ", ".join(f"{lab} pid {b.pid}" for lab, b in zip(labels, back, strict=True))  # type: ignore[union-attr]
             return new, back, (f"group relaunch failed: {reason}; rolled back: the previous command serves again on "
                                f"every node ({pids})")
         bad = [(lab, b) for lab, b in zip(labels, back, strict=True) if b is None or not b.healthy]
         for r, b in zip(self.runners, back, strict=True):
             if b is not None and not b.healthy:
-                r._note(Step.ROLLBACK_FAILED, f"rollback failed: {b.error}", rollback=True, pid=b.pid)
+                r.note(Step.ROLLBACK_FAILED, f"rollback failed: {b.error}", rollback=True, pid=b.pid)
         what = "; ".join(f"{lab}: {b.error if b else 'not restored'}" for lab, b in bad)
         return new, back, (f"group relaunch failed: {reason}; rollback failed too ({what}); no healthy {kind} group — "
                            "see the nodes' logs")

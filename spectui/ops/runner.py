@@ -48,7 +48,7 @@ class Runner:
         self.group: list[ProcEntry] = []
         self.started_pid: int | None = None  # the new command's pid once started
 
-    def _note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
+    def note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
               diagnoses: tuple[Any, ...] = ()) -> None:
         p = Progress(step, message, rollback, pid, diagnoses)
         self.steps.append(p)
@@ -59,7 +59,7 @@ class Runner:
 
     async def preflight(self) -> None:
         s, name = self.plan.server, self.host.name
-        self._note(Step.CHECKING, f"checking pid {s.pid} on {name}")
+        self.note(Step.CHECKING, f"checking pid {s.pid} on {name}")
         if getattr(self.host, "read_only", False):
             raise RelaunchError(f"{name} is read-only (--read-only): relaunch would change the host; nothing was changed")
         if self.plan.needs_force and not self.opt.force:
@@ -103,7 +103,7 @@ class Runner:
         Each failure raises RelaunchError with the host exactly as it was."""
         s, name, o = self.plan.server, self.host.name, self.opt
         last = f" (the last server was pid {s.pid})" if s.pid > 1 else ""
-        self._note(Step.CHECKING, f"checking {name} before starting the known command{last}")
+        self.note(Step.CHECKING, f"checking {name} before starting the known command{last}")
         if getattr(self.host, "read_only", False):
             raise RelaunchError(f"{name} is read-only (--read-only): starting a server would change the host; "
                                 "nothing was changed")
@@ -120,14 +120,14 @@ class Runner:
                                     "a second one; nothing was changed")
             pids = {s.pid, *(p.pid for p in procs.alive_in_group(await procs.list_procs(self.host), s.pgid))}
         port = self.plan.port
-        self._note(Step.WAITING_PORT, f"waiting for port {port} to be free")
+        self.note(Step.WAITING_PORT, f"waiting for port {port} to be free")
         held = await procs.wait_port_free(self.host, port, o.port_timeout_s)
         if held:
             raise RelaunchError(f"port {port} on {name} is still in use after {o.port_timeout_s:g} s (listening "
                                 f"socket inode {held[0]}; `ss -ltnp 'sport = :{port}'` shows who holds it): a "
                                 "server may run there — relaunch it instead; nothing was changed")
         if pids:
-            self._note(Step.WAITING_GPU, "waiting for the last server's GPU memory to be released")
+            self.note(Step.WAITING_GPU, "waiting for the last server's GPU memory to be released")
             held_gpu = await procs.wait_gpu_released(self.host, pids, o.gpu_timeout_s)
             if held_gpu:
                 who = ", ".join(f"pid {a.pid} ({a.used_memory})" for a in held_gpu[:5])
@@ -149,7 +149,7 @@ class Runner:
             msg = f"started: pid {new.pid} is healthy on {self.host.name} (log {new.log})"
             return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
         reason = new.error or "failed"
-        self._note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
+        self.note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
         state = f"no server is running on {self.host.name}"
         if new.pid is not None:
             try:
@@ -190,7 +190,7 @@ class Runner:
 
     async def reconnect(self, exc: Exception) -> bool:
         """One reconnect after a dropped link (SSH); False when the host stays unreachable."""
-        self._note(Step.RECONNECTING, f"connection lost ({exc}); reconnecting")
+        self.note(Step.RECONNECTING, f"connection lost ({exc}); reconnecting")
         try:
             await self.host.reconnect()
         except HostError:
@@ -207,12 +207,12 @@ class Runner:
 
     async def _after_failure(self, reason: str, new: Attempt, *, started: bool) -> RelaunchResult:
         plan, s = self.plan, self.plan.server
-        self._note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
+        self.note(Step.FAILED, f"new launch failed: {reason}", pid=new.pid, diagnoses=new.diagnoses)
         if not self.opt.rollback:
             state = "the new server is not healthy" if started else "no server is running"
             msg = f"new launch failed: {reason}; not rolled back (--no-rollback): {state} on {self.host.name}"
             return RelaunchResult(plan, new, None, msg, None, tuple(self.steps))
-        self._note(Step.ROLLING_BACK, "restoring the previous command", rollback=True)
+        self.note(Step.ROLLING_BACK, "restoring the previous command", rollback=True)
         try:
             if started and new.pid is not None:
                 survivors = procs.alive_in_group(await procs.list_procs(self.host), new.pid)
@@ -222,11 +222,11 @@ class Runner:
         except (StepFailed, HostError) as exc:
             old = Attempt(None, None, False, str(exc))
         if old.healthy:
-            self._note(Step.ROLLED_BACK, f"previous command healthy again as pid {old.pid}", rollback=True, pid=old.pid)
+            self.note(Step.ROLLED_BACK, f"previous command healthy again as pid {old.pid}", rollback=True, pid=old.pid)
             msg = (f"new launch failed: {reason}; rolled back: the previous command is serving again as pid "
                    f"{old.pid} (log {old.log})")
         else:
-            self._note(Step.ROLLBACK_FAILED, f"rollback failed: {old.error}", rollback=True, pid=old.pid)
+            self.note(Step.ROLLBACK_FAILED, f"rollback failed: {old.error}", rollback=True, pid=old.pid)
             msg = (f"new launch failed: {reason}; rollback failed too: {old.error}; no healthy server on "
                    f"{self.host.name} — see {old.log or new.log or 'the logs'}")
         return RelaunchResult(plan, new, old, msg, None, tuple(self.steps))
@@ -242,7 +242,7 @@ class Runner:
 
     async def stop(self, pgid: int, pids: list[int], port: int | None, *, rollback: bool, first: bool) -> None:
         o = self.opt
-        self._note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
+        self.note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
         sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own)
         if not sent.delivered and sent.reason != "gone":
             if first:  # nothing was signalled: the old server still runs untouched
@@ -251,7 +251,7 @@ class Runner:
             raise StepFailed(f"could not signal process group {pgid}: {sent.reason}")
         left = await procs.wait_group_gone(self.host, pgid, o.stop_grace_s)
         if left:
-            self._note(Step.KILLING, f"still alive after {o.stop_grace_s:g} s: SIGKILL to process group {pgid}",
+            self.note(Step.KILLING, f"still alive after {o.stop_grace_s:g} s: SIGKILL to process group {pgid}",
                        rollback=rollback, pid=pgid)
             await procs.signal_group(self.host, pgid, "KILL", own=self.own)
             left = await procs.wait_group_gone(self.host, pgid, o.kill_wait_s)
@@ -259,12 +259,12 @@ class Runner:
                 who = ", ".join(f"{p.pid} ({p.stat})" for p in left[:5])
                 raise StepFailed(f"process group {pgid} survived SIGKILL for {o.kill_wait_s:g} s: {who}")
         if port:
-            self._note(Step.WAITING_PORT, f"waiting for port {port} to be free", rollback=rollback)
+            self.note(Step.WAITING_PORT, f"waiting for port {port} to be free", rollback=rollback)
             held = await procs.wait_port_free(self.host, port, o.port_timeout_s)
             if held:
                 raise StepFailed(f"port {port} still in use after {o.port_timeout_s:g} s (listening socket inode "
                               f"{held[0]}; `ss -ltnp 'sport = :{port}'` on the host shows who holds it)")
-        self._note(Step.WAITING_GPU, "waiting for GPU memory to be released", rollback=rollback)
+        self.note(Step.WAITING_GPU, "waiting for GPU memory to be released", rollback=rollback)
         held_gpu = await procs.wait_gpu_released(self.host, set(pids), o.gpu_timeout_s)
         if held_gpu:
             who = ", ".join(f"pid {a.pid} ({a.used_memory})" for a in held_gpu[:5])
@@ -279,7 +279,7 @@ class Runner:
     async def start(self, argv: Sequence[str], log: str, *, rollback: bool) -> int | Attempt:
         """Start `argv` detached with output to `log`: its pid, or the failed Attempt (nothing started)."""
         s = self.plan.server
-        self._note(Step.STARTING, f"starting detached, log {log}", rollback=rollback)
+        self.note(Step.STARTING, f"starting detached, log {log}", rollback=rollback)
         try:
             # The new command gets the edited environment; a rollback the old one, exactly as it was.
             env = s.env if rollback else self.plan.new_env
@@ -304,9 +304,9 @@ class Runner:
             watcher = self._watcher(pid, log, port, rollback)
             out = await watcher.wait_healthy(timeout)
         if out.healthy:
-            self._note(Step.HEALTHY, f"pid {pid} healthy ({out.reason})", rollback=rollback, pid=pid)
+            self.note(Step.HEALTHY, f"pid {pid} healthy ({out.reason})", rollback=rollback, pid=pid)
             if self.opt.observe_s > 0 and not rollback:
-                self._note(Step.OBSERVING, f"reading the log for {self.opt.observe_s:g} s", pid=pid)
+                self.note(Step.OBSERVING, f"reading the log for {self.opt.observe_s:g} s", pid=pid)
                 out = await watcher.observe(self.opt.observe_s)
                 if not out.healthy:
                     return self._attempt(pid, log, out, "crashed after becoming healthy", timeout)
@@ -331,7 +331,7 @@ class Runner:
     def _phase(self, phase: str, pid: int, rollback: bool) -> None:
         step = _PHASE_STEPS.get(phase)
         if step is not None:
-            self._note(step, phase, rollback=rollback, pid=pid)
+            self.note(step, phase, rollback=rollback, pid=pid)
 
     def _pipeline(self, rollback: bool) -> Any:
         from spectui.core.log import Pipeline
