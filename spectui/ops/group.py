@@ -2,7 +2,7 @@
 
 Recognised from the launch flags alone (no host is asked): `--nnodes N --node-rank R --dist-init-addr A`
 make the processes of one multi-node server (same init address), and `--disaggregation-mode prefill|decode`
-the two sides of a PD deployment (grouped by model path). The cockpit shows such a group as one tab: the
+the two sides of a PD deployment (grouped by model path); each side may itself span nodes. The cockpit shows such a group as one tab: the
 decode lines of the member that prints them, the errors of every member.
 
 A group is relaunched whole (ops.grouprelaunch): every node stopped, then all started, node rank 0 first,
@@ -116,6 +116,11 @@ class Group:
         elif roles:
             modes = {r.pd_mode for r in roles}
             out += [f"a {m} server" for m in ("prefill", "decode") if m not in modes]
+            for mode in ("prefill", "decode"):  # a side may itself be a multi-node server
+                side = [r for r in roles if r.pd_mode == mode]
+                if side and side[0].nnodes > 1:
+                    have = {r.node_rank for r in side}
+                    out += [f"{mode} node rank {n}" for n in range(side[0].nnodes) if n not in have]
         return out
 
 

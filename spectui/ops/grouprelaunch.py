@@ -17,7 +17,8 @@ alone waits for peers that will never come, and the survivors of a lost peer fai
 5. wait for all: rank 0 on its /health, the other ranks on theirs (SGLang's dummy health server on their
    `--port`), every log through the rules; the first member that fails ends the wait. A rank >= 1 whose port
    still refuses /health PEER_HEALTH_GRACE_S after rank 0 is healthy, alive with a clean log, is taken as up
-   (rank 0's health needs every rank; some releases start no reachable health server there, sglang#12297);
+   (rank 0's health needs every rank; some releases start no reachable health server there, sglang#12297).
+   A PD side may itself span nodes: its ranks >= 1 are judged against that side's own rank 0;
 6. on failure, stop whatever of the new launch still runs on every node and start the previous command on
    every node the same way (unless --no-rollback).
 
@@ -241,10 +242,9 @@ class _Group:
                     out[tasks[t]] = t.result()
                 if any(a is not None and not a.healthy for a in out):
                     break
-                lead = out[self.g.primary]
-                if grace_end is None and lead is not None and lead.healthy and pending:
-                    if not all(self._peer(tasks[t]) for t in pending):
-                        continue  # a PD member has its own full server: its /health decides
+                if grace_end is None and pending:
+                    if not all(self._peer(tasks[t]) and self._lead_up(tasks[t], out) for t in pending):
+                        continue  # a node 0 (or a PD side's own server) is still starting: its /health decides
                     grace_end = loop.time() + PEER_HEALTH_GRACE_S
                 elif grace_end is not None and not done and loop.time() >= grace_end:
                     self._peers_up(out, pids, [tasks[t] for t in pending])
@@ -264,9 +264,16 @@ class _Group:
         return [a for a in out if a is not None], failed
 
     def _peer(self, i: int) -> bool:
-        """Node i is a rank >= 1 of a multi-node server (no API of its own; node 0's health needs it up)."""
+        """Node i is a rank >= 1 of a multi-node server, or of a multi-node PD side (no API of its own; its
+        node 0's health needs it up)."""
         r = self.g.roles[i]
-        return r is not None and r.pd_mode is None and r.node_rank >= 1
+        return r is not None and r.node_rank >= 1
+
+    def _lead_up(self, i: int, out: Sequence[Attempt | None]) -> bool:
+        """The node 0 of node i's server (the same PD side, if any) has been found healthy."""
+        mode = self.g.roles[i].pd_mode  # type: ignore[union-attr]
+        return any(a is not None and a.healthy and r is not None and r.node_rank == 0 and r.pd_mode == mode
+                   for a, r in zip(out, self.g.roles, strict=True))
 
     def _peers_up(self, out: list[Attempt | None], pids: dict[int, tuple[int, str, int]], waiting: list[int]) -> None:
         """Node 0 is healthy, so every rank joined and loaded (its collectives need them all); nodes >= 1 whose

@@ -70,9 +70,10 @@ def _split_addr(addr: str) -> tuple[str, int] | None:
 
 
 def node_plan(args: dict[str, object]) -> NodePlan | None:
-    """The node's place in a multi-node launch; None for one node (or PD disaggregation, not modelled)."""
+    """The node's place in a multi-node launch; None for one node. A PD side (`--disaggregation-mode`) spread
+    over nodes is a multi-node server of its own, with its own `--dist-init-addr`: the same rendezvous."""
     nnodes = int(args.get("nnodes") or 1)  # type: ignore[call-overload]
-    if nnodes <= 1 or str(args.get("disaggregation_mode") or "null") != "null":
+    if nnodes <= 1:
         return None
     node_rank = int(args.get("node_rank") or 0)  # type: ignore[call-overload]
     tp, pp = int(args.get("tp_size") or 1), int(args.get("pp_size") or 1)  # type: ignore[call-overload]

@@ -222,3 +222,45 @@ def test_a_node_whose_health_server_never_answers_is_up_once_node0_is_healthy(no
     assert alive(node1["new_pid"]) and "never answered" in done.stderr
     assert "Dummy health check server scheduled on existing loop" in Path(node1["log"]).read_text()
     wait_health(nodes.labs[0].port, 30)  # node 0 serves
+
+
+def test_a_pd_deployment_whose_prefill_side_spans_two_nodes_is_relaunched_whole(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """PD where the prefill server is itself a two-node server (its own --dist-init-addr) and decode one node.
+    Prefill's node 1 never answers /health (sgl-project/sglang#12297): it is judged against prefill's own
+    node 0, not against decode, and taken as up once that is healthy."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    dist = free_port()
+    roles = [("decode", None), ("prefill", 0), ("prefill", 1)]  # given in no particular order
+    labs, targets = [], []
+    try:
+        for mode, rank in roles:
+            name = mode if rank is None else f"{mode}{rank}"
+            (tmp_path / name).mkdir()
+            lab = SimLab(tmp_path / name, free_port())
+            flags = [*EAGLE, "--disaggregation-mode", mode]
+            if rank is not None:
+                flags += ["--tp-size", "2", "--nnodes", "2", "--node-rank", str(rank),
+                          "--dist-init-addr", f"127.0.0.1:{dist}"]
+            lab.start(flags, log=f"{name}.log", env=SIM_FAST_ENV)
+            labs.append(lab)
+            targets.append(f"local:{lab.root / f'{name}.log'}")
+        for lab in labs:
+            wait_health(lab.port, 60)
+        done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["group"] == "PD" and out["healthy"] is True and out["rolled_back"] is False
+        assert [m["node"] for m in out["members"]] == ["decode", "prefill node 0/2", "prefill node 1/2"]
+        starts = [ln for ln in done.stderr.splitlines() if ln.startswith("[starting]")]
+        assert len(starts) == 3 and "prefill0.log" in starts[0] and "prefill1.log" in starts[1]
+        assert "decode.log" in starts[2]
+        assert "never answered" in done.stderr  # prefill's node 1, after prefill's node 0 was healthy
+        for m in out["members"]:
+            argv = proc_argv(m["new_pid"])
+            assert alive(m["new_pid"]) and argv[argv.index("--speculative-num-steps") + 1] == "5"
+        assert "TP1] Init torch distributed ends" in Path(out["members"][2]["log"]).read_text()  # it joined node 0
+        wait_health(labs[0].port, 30)
+    finally:
+        for lab in labs:
+            lab.cleanup()

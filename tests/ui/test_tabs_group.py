@@ -51,3 +51,22 @@ def test_grouping_keeps_order_and_picks_the_decode_printer() -> None:
     why = relaunch_refusal(half, labels)  # one node of two, alone
     assert "2 nodes group (n6)" in why and "missing node rank 1" in why and "connect them all" in why
     assert half.missing() == ["node rank 1"] and pd.missing() == []
+
+
+def test_a_pd_side_spread_over_nodes_is_one_group_with_every_rank_expected() -> None:
+    # SGLang's PD guide runs DeepSeek's prefill and decode sides each on --nnodes 2, each side with its own
+    # --dist-init-addr: one PD deployment of four processes.
+    pd = "--disaggregation-mode {mode} --nnodes 2 --node-rank {rank} --dist-init-addr {addr}"
+    launches = [cmd(pd.format(mode="decode", rank=1, addr="10.0.1.1:5000")),  # 0
+                cmd(pd.format(mode="prefill", rank=0, addr="10.0.0.1:5000")),  # 1
+                cmd(pd.format(mode="decode", rank=0, addr="10.0.1.1:5000")),  # 2
+                cmd(pd.format(mode="prefill", rank=1, addr="10.0.0.1:5000"))]  # 3
+    (group,) = group_targets(launches)
+    assert group.members == (0, 1, 2, 3) and group.kind == "PD" and group.missing() == []
+    assert group.members[group.primary] == 2  # decode's node rank 0 prints the decode lines
+    assert [r.describe for r in group.roles] == ["decode node 1/2", "prefill node 0/2", "decode node 0/2",
+                                                 "prefill node 1/2"]
+    (partial,) = group_targets(launches[:3])  # prefill's node 1 not connected
+    assert partial.missing() == ["prefill node rank 1"]
+    why = relaunch_refusal(partial, ["d1", "p0", "d0"])
+    assert "PD group (d1, p0, d0)" in why and "missing prefill node rank 1" in why
