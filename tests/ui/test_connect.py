@@ -161,7 +161,7 @@ async def test_connect_reads_the_version_the_server_reports(tmp_path) -> None:
         assert session.sglang_version == "0.5.6.post2"
         app = SpectuiApp(session)
         async with app.run_test(size=(160, 48)) as pilot:
-            await pilot.pause(0.2)
+            await wait_for(lambda: app.dashboard.query_one("HeaderBar").info is not None, pilot, 30)
             assert app.dashboard.query_one("HeaderBar").info.version == "0.5.6.post2"
         await session.host.close()
     finally:

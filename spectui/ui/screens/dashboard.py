@@ -337,7 +337,11 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
         snap = u.snapshot if u else None
         # Rounded to what the header shows: an unchanged value does not repaint it (idle CPU).
         age = None if self._last_line_at is None else age_step(max(0.0, self.clock() - self._last_line_at))
-        self.query_one(HeaderBar).info = HeaderInfo(
+        try:
+            header, log = self.query_one(HeaderBar), self.query_one(LogView)
+        except NoMatches:  # a worker's verdict (liveness, a probe) landed while the screen is taken apart at exit
+            return
+        header.info = HeaderInfo(
             host=self.session.label,
             pid=self.session.pid,
             version=(u.version if u else None) or self.session.sglang_version,
@@ -347,7 +351,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
             launched=u.launched if u else None,
             log_path=self.log_path,
             read_only=self.session.read_only,
-            paused=not self.query_one(LogView).following,
+            paused=not log.following,
             health=self.health.state if self.health else None,
             health_reason=self.health.reason if self.health else "",
         )
