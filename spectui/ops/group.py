@@ -2,8 +2,8 @@
 
 Recognised from the launch flags alone (no host is asked): `--nnodes N --node-rank R --dist-init-addr A`
 make the processes of one multi-node server (same init address), and `--disaggregation-mode prefill|decode`
-the two sides of a PD deployment (grouped by model path); each side may itself span nodes. The cockpit shows such a group as one tab: the
-decode lines of the member that prints them, the errors of every member.
+the two sides of a PD deployment (grouped by model path); each side may itself span nodes. The cockpit
+shows such a group as one tab: the decode lines of the member that prints them, the errors of every member.
 
 A group is relaunched whole (ops.grouprelaunch): every node stopped, then all started, node rank 0 first,
 with the same edits. `relaunch_refusal()` says in one line why a group tab cannot be relaunched: a node

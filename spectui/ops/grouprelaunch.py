@@ -282,8 +282,8 @@ class _Group:
         for i in waiting:
             pid, log, port = pids[i]
             self.runners[i].note(Step.HEALTHY, f"pid {pid} is up: node 0 is healthy and this node's process lives "
-                                  f"with no error in its log, but its /health on port {port} never answered "
-                                  "(some SGLang releases start no reachable health server on nodes >= 1)", pid=pid)
+                                 f"with no error in its log, but its /health on port {port} never answered "
+                                 "(some SGLang releases start no reachable health server on nodes >= 1)", pid=pid)
             out[i] = Attempt(pid, log, True, None)
 
     async def _wait(self, i: int, pid: int, log: str, port: int, rollback: bool) -> Attempt:

@@ -49,7 +49,7 @@ class Runner:
         self.started_pid: int | None = None  # the new command's pid once started
 
     def note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
-              diagnoses: tuple[Any, ...] = ()) -> None:
+             diagnoses: tuple[Any, ...] = ()) -> None:
         p = Progress(step, message, rollback, pid, diagnoses)
         self.steps.append(p)
         if self.on_progress is not None:
