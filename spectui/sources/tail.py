@@ -192,10 +192,12 @@ class LogTail:
         try:
             st = await stat
         except BaseException:
-            await f.close()
+            with contextlib.suppress(Exception):  # on a dropped link the close fails too: stat's error counts
+                await f.close()
             raise
         if st is None:
-            await f.close()
+            with contextlib.suppress(Exception):
+                await f.close()
             raise FileNotFoundError(self.path)
         return st, f
 
