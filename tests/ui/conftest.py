@@ -25,6 +25,29 @@ def replay_app(lines: list[str], *, label: str = "replay", launch=None, version=
     return SpectuiApp(session, clock=lambda: 1000.0, rules=rules, max_log_lines=max_log_lines)
 
 
+def sim_lines() -> list[str]:
+    """A simulator's log (start-up and serving), its `# ` header lines left out."""
+    data = Path(__file__).parent / "data/silent-override-sim.log"
+    return [ln for ln in data.read_text().splitlines() if not ln.startswith("# ")]
+
+
+def streaming(lines: list[str], chunks: int, size: int, every: float):  # type: ignore[no-untyped-def]
+    """A tail factory: `chunks` batches of `size` lines (cycling through `lines`), one every `every` seconds,
+    numbered from 1; then the server goes quiet and the tail stays open."""
+    from spectui.sources.base import ConnState, TailLines, TailState
+
+    async def events(_path: str):  # type: ignore[no-untyped-def]
+        yield TailState(ConnState.CONNECTED, "test")
+        n = 1
+        for _ in range(chunks):
+            await asyncio.sleep(every)
+            yield TailLines(tuple(lines[(n - 1 + i) % len(lines)] for i in range(size)), n, 0)
+            n += size
+        await asyncio.sleep(3600)
+
+    return events
+
+
 async def settle(pilot, app: SpectuiApp) -> None:
     """Wait until the replay has been read and every pending line flushed into the widgets."""
     dash = app.dashboard

@@ -8,6 +8,8 @@ import gc
 import os
 from pathlib import Path
 
+from conftest import sim_lines, streaming
+
 from spectui.sources.local import LocalHost, SharedPoll
 from spectui.ui.controller import CockpitUpdate
 from spectui.ui.multi.app import TabbedApp, TabSpec
@@ -104,29 +106,10 @@ async def test_a_batch_shown_midway_is_finished_in_a_thread() -> None:
     assert update.kinds[-1][1] == len(batch)
 
 
-def _lines() -> list[str]:
-    data = Path(__file__).parent / "data/silent-override-sim.log"
-    return [ln for ln in data.read_text().splitlines() if not ln.startswith("# ")]
-
-
 async def test_hidden_tabs_are_parsed_in_slices_and_lose_no_line() -> None:
-    lines = _lines()
-
-    def streaming(chunks: int, size: int = 50):  # type: ignore[no-untyped-def]
-        from spectui.sources.base import ConnState, TailLines, TailState
-
-        async def events(_path: str):  # type: ignore[no-untyped-def]
-            yield TailState(ConnState.CONNECTED, "test")
-            n = 1
-            for _ in range(chunks):
-                await asyncio.sleep(0.02)
-                yield TailLines(tuple(lines[(n - 1 + i) % len(lines)] for i in range(size)), n, 0)
-                n += size
-            await asyncio.sleep(3600)
-
-        return events
-
-    sessions = [Session(label=f"s{i}", log_path="x.log", tail_factory=streaming(30), probe_gpus=False)
+    lines = sim_lines()
+    sessions = [Session(label=f"s{i}", log_path="x.log", tail_factory=streaming(lines, 30, 50, 0.02),
+                        probe_gpus=False)
                 for i in range(3)]
     app = TabbedApp([TabSpec(s.label, s) for s in sessions])
     total = 30 * 50
@@ -227,7 +210,7 @@ async def test_a_tab_whose_parse_falls_behind_stops_reading_and_loses_no_line(mo
     from spectui.ui.screens import dashboard
 
     monkeypatch.setattr(dashboard, "MAX_PENDING_LINES", 3000)
-    lines, size, chunks = _lines(), 500, 40  # 20,000 lines offered at once
+    lines, size, chunks = sim_lines(), 500, 40  # 20,000 lines offered at once
 
     async def flood(_path: str):  # type: ignore[no-untyped-def]
         yield TailState(ConnState.CONNECTED, "test")

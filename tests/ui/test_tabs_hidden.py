@@ -3,30 +3,14 @@ round, its diagnoses reach the summary strip; shown again, its pane has every li
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
+from conftest import sim_lines, streaming
 
-from spectui.sources.base import ConnState, TailLines, TailState
 from spectui.ui.multi.app import TabbedApp, TabSpec
 from spectui.ui.multi.background import TabLogView
 from spectui.ui.session import Session
 from spectui.ui.widgets.summary_strip import SummaryStrip
 
-LINES = [ln for ln in (Path(__file__).parent / "data/silent-override-sim.log").read_text().splitlines()
-         if not ln.startswith("# ")]
-
-
-def streaming(chunks: int, size: int = 40):
-    async def events(_path: str):
-        yield TailState(ConnState.CONNECTED, "test")
-        n = 1
-        for _ in range(chunks):
-            await asyncio.sleep(0.05)
-            yield TailLines(tuple(LINES[(n - 1 + i) % len(LINES)] for i in range(size)), n, 0)
-            n += size
-        await asyncio.sleep(3600)  # the server goes quiet; the tail stays open
-
-    return events
+LINES = sim_lines()
 
 
 async def wait_for(cond, pilot, seconds: float = 10.0) -> None:
@@ -38,7 +22,8 @@ async def wait_for(cond, pilot, seconds: float = 10.0) -> None:
 
 
 async def test_a_hidden_tab_holds_its_lines_diagnoses_and_shows_them_all_when_switched_to() -> None:
-    sessions = [Session(label=f"s{i}", log_path="x.log", tail_factory=streaming(40), probe_gpus=False)
+    sessions = [Session(label=f"s{i}", log_path="x.log", tail_factory=streaming(LINES, 40, 40, 0.05),
+                        probe_gpus=False)
                 for i in range(2)]
     app = TabbedApp([TabSpec(s.label, s) for s in sessions])
     async with app.run_test(size=(160, 48)) as pilot:
