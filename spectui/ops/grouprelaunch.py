@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from spectui.aio import cancel_and_wait
 from spectui.errors import HostError, RelaunchError
 from spectui.ops import procs
 from spectui.ops.group import group_targets, node_role
@@ -250,11 +251,7 @@ class _Group:
                     self._peers_up(out, pids, [tasks[t] for t in pending])
                     break
         finally:
-            for t in pending:
-                t.cancel()
-            for t in pending:
-                with contextlib.suppress(BaseException):
-                    await t
+            await cancel_and_wait(pending)
         failed = next((i for i, a in enumerate(out) if a is not None and not a.healthy), None)
         for i in range(n):
             if out[i] is None:

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from spectui.aio import cancel_and_wait
 from spectui.errors import AuthError, HostError, HostKeyError
 from spectui.sources.base import ConnState, FileStat, Host, TailEvent, TailLines, TailState
 
@@ -185,9 +186,7 @@ class LogTail:
         try:
             f = await self.host.open(self.path)
         except BaseException:
-            stat.cancel()
-            with contextlib.suppress(BaseException):
-                await stat
+            await cancel_and_wait([stat])
             raise
         try:
             st = await stat

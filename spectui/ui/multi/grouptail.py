@@ -10,11 +10,11 @@ naming the node. Lines are renumbered into one stream.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from spectui.aio import cancel_and_wait
 from spectui.sources.base import TailEvent, TailLines, TailState
 
 LEAD_GRACE_S = 20.0  # the member the flags name prints no decode line this long: follow one that does
@@ -111,10 +111,6 @@ def group_tail(members: Sequence[Any], labels: Sequence[str], primary: int):  # 
                     yield TailLines(tuple(out), n, 0)
                     n += len(out)
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(BaseException):
-                    await t
+            await cancel_and_wait(tasks)
 
     return events

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from spectui.aio import cancel_and_wait
 from spectui.sources.base import ConnState, TailEvent, TailLines, TailState
 
 QUEUE_EVENTS = 2000  # a viewer this far behind is dropped (its tail ends; the others go on)
@@ -90,11 +91,7 @@ class HubServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        await cancel_and_wait(self._tasks)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
