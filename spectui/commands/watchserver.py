@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spectui.aio import cancel_and_wait
 from spectui.sources.base import Host, ServerProcess
 from spectui.sources.follow import follow, make_engine
 
@@ -119,11 +120,7 @@ class ServerFollow:
                     raise item
                 yield item
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)
             with contextlib.suppress(Exception):
                 await events.aclose()  # type: ignore[attr-defined]
 
