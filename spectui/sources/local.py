@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -47,45 +46,13 @@ class LocalFile:
             os.close(self._fd)
 
 
-class PollNotifier:
-    """Polls the path's stat() (size, mtime, inode); wakes the tail only when it changed.
-
-    Returns True on a change (the tail drains and re-checks identity), False when `timeout` passes
-    quietly (the tail still drains then, so a change stat() cannot see is picked up within `timeout`).
-    """
-
-    def __init__(self, path: str, interval: float = POLL_INTERVAL, idle_interval: float = IDLE_INTERVAL,
-                 quiet_after: float = QUIET_AFTER) -> None:
-        self.path = path
-        self.interval = interval
-        self.idle_interval = max(idle_interval, interval)
-        self.quiet_after = quiet_after
-        self._sig = _signature(path)
-        self._changed_at = time.monotonic()
-
-    async def wait(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            now = time.monotonic()
-            quiet = now - self._changed_at >= self.quiet_after
-            step = min(self.idle_interval if quiet else self.interval, deadline - now)
-            if step <= 0:
-                return False
-            await asyncio.sleep(step)
-            sig = _signature(self.path)
-            if sig != self._sig:
-                self._sig, self._changed_at = sig, time.monotonic()
-                return True
-
-    async def close(self) -> None:
-        return None
-
-
 class SharedPoll:
     """One poller for every path followed on this machine by one event loop (see `shared_poll`).
 
-    The same cadence as `PollNotifier`, per path: a path that changed in the last `quiet_after` seconds
-    makes the poller stat every path each `interval`, else each `idle_interval`. A change seen while its
+    Each path's stat() (size, mtime, inode) is polled; a tail is woken with True when its file changed (it
+    drains and re-checks identity), with False when its `timeout` passes quietly (it drains then too, so a
+    change stat() cannot see is picked up within `timeout`). A path that changed in the last `quiet_after`
+    seconds makes the poller stat every path each `interval`, else each `idle_interval`. A change seen while its
     tail is not waiting is kept and returned by its next `wait` at once (no change is missed). A timeout
     is never late; it may end up to `coalesce` seconds early, so that tails wake in the same timer call.
     """
@@ -138,12 +105,11 @@ class SharedPoll:
                 w.sig, w.changed_at = sig, now
                 w.fire(True)
         soon = now + self.coalesce
-        due = [w.deadline for w in self.watches if w.waiter is not None]
+        later = [w.deadline for w in self.watches if w.waiter is not None and w.deadline > soon]
         for w in list(self.watches):
             if w.waiter is not None and w.deadline <= soon:
                 w.fire(False)
         self._plan()
-        later = [d for d in due if d > soon]
         if later:
             self._plan(min(later))
 

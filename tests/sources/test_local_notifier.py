@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 import spectui.sources.local as local
-from spectui.sources.local import PollNotifier
+from spectui.sources.local import SharedPoll
 
 
 async def test_wakes_on_append_and_on_replacement_not_on_a_quiet_file(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("first\n")
-    notifier = PollNotifier(str(log), interval=0.01, idle_interval=0.05, quiet_after=10)
+    notifier = SharedPoll(interval=0.01, idle_interval=0.05, quiet_after=10).watch(str(log))
     assert await notifier.wait(0.1) is False  # nothing changed: the timeout passes
     with log.open("a") as fh:
         fh.write("second\n")
@@ -39,11 +39,11 @@ async def test_a_quiet_file_is_polled_at_the_idle_interval(tmp_path: Path, monke
         return real(path)
 
     monkeypatch.setattr(local, "_signature", counting)
-    quiet = PollNotifier(str(log), interval=0.02, idle_interval=0.5, quiet_after=0.0)
+    quiet = SharedPoll(interval=0.02, idle_interval=0.5, quiet_after=0.0).watch(str(log))
     calls = 0
     assert await quiet.wait(1.0) is False
     assert calls <= 3  # 0.5 s steps over 1 s (not 50 polls at 20 ms)
-    active = PollNotifier(str(log), interval=0.02, idle_interval=0.5, quiet_after=60.0)
+    active = SharedPoll(interval=0.02, idle_interval=0.5, quiet_after=60.0).watch(str(log))
     calls = 0
     assert await active.wait(1.0) is False
     assert calls > 3  # changed recently: still polling fast
