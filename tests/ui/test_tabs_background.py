@@ -80,7 +80,7 @@ async def test_a_slice_waits_while_the_loop_has_other_work_ready() -> None:
     class Cockpit:
         def feed(self, lines, now):  # type: ignore[no-untyped-def]
             order.append("slice")
-            return None
+            return CockpitUpdate()  # as Cockpit.feed: always an update
 
     async def busy() -> None:  # something ready on every turn of the loop, for 30 turns
         for _ in range(30):

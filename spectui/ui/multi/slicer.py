@@ -25,9 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spectui.ui.screens.dashboard import PARSE_SLICE
-from spectui.ui.widgets.log_lines import batch_kinds
-from spectui.ui.widgets.log_view import prepare_lines
+from spectui.ui.screens.dashboard import analyse_batch
 
 SLICE_BUDGET = 0.006  # seconds of parsing per slice: about the longest a key waits for a hidden tab
 MAX_DEFER = 0.010  # seconds a slice waits for an idle loop before it runs anyway (hidden tabs keep up)
@@ -72,10 +70,8 @@ class Slicer:
         while i < n:
             await self.turn()
             if shown():  # shown meanwhile: the rest as the shown tab parses, in a thread, at once
-                rest = list(batch[i:])
                 start = None if first_no is None else first_no + i
-                for piece in await asyncio.to_thread(_analyse_rest, cockpit, rest, now, start):
-                    out.add(*piece)
+                out.add(*await asyncio.to_thread(analyse_batch, cockpit, list(batch[i:]), now, start))
                 break
             began = self.clock()
             spent, fed = 0.0, 0
@@ -85,7 +81,7 @@ class Slicer:
                     break  # the next chunk would overrun this slice: the loop gets a turn first
                 chunk = list(batch[i : i + k])
                 t0 = self.clock()
-                out.add(*_analyse_chunk(cockpit, chunk, now, None if first_no is None else first_no + i))
+                out.add(*analyse_batch(cockpit, chunk, now, None if first_no is None else first_no + i))
                 cost = self.clock() - t0
                 # dearer: believed at once (the next chunk must fit), but an outlier (a server_args= line,
                 # a collection) at most triples it; cheaper: believed slowly
@@ -102,22 +98,6 @@ class Slicer:
         return out.result()
 
 
-def _analyse_chunk(cockpit: Any, lines: list[str], now: float, first_no: int | None,
-                   ) -> tuple[tuple[list[str], int], Any, list[Any]]:
-    update = cockpit.feed(lines, now)
-    kinds = list(update.kinds) if update is not None else []
-    if first_no is not None and kinds:
-        kinds = batch_kinds(kinds, first_no, len(lines))
-    return prepare_lines(lines), update, kinds
-
-
-def _analyse_rest(cockpit: Any, lines: list[str], now: float, first_no: int | None,
-                  ) -> list[tuple[tuple[list[str], int], Any, list[Any]]]:
-    """Worker thread: the rest of a batch in the shown tab's pipeline calls (PARSE_SLICE lines each)."""
-    return [_analyse_chunk(cockpit, lines[i : i + PARSE_SLICE], now, None if first_no is None else first_no + i)
-            for i in range(0, len(lines), PARSE_SLICE)]
-
-
 class _Merged:
     """Chunks' results as one: texts in order, the widest width, every chunk's kinds and new diagnoses."""
 
@@ -128,11 +108,11 @@ class _Merged:
         self.fresh: list[Any] = []
         self.update: Any = None
 
-    def add(self, prepared: tuple[list[str], int], update: Any, kinds: list[Any]) -> None:
+    def add(self, prepared: tuple[list[str], int], update: Any) -> None:
         self.texts.extend(prepared[0])
         self.width = max(self.width, prepared[1])
         if update is not None:
-            self.kinds.extend(kinds)
+            self.kinds.extend(update.kinds)
             self.fresh.extend(update.new_diagnoses)
             self.update = update
 

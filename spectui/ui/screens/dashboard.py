@@ -48,6 +48,27 @@ MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
 # file on the host (tails read by offset), so nothing is lost.
 MAX_PENDING_LINES = 20_000
 PARSE_SLICE = 500  # lines per parser call in the worker thread
+
+
+def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no: int | None = None,
+                  ) -> tuple[tuple[list[str], int], CockpitUpdate | None]:
+    """The batch's display text, and the pipeline's update for it (None for no lines), fed PARSE_SLICE
+    lines a call; `first_view_no`: the pane's number of its first line."""
+    import dataclasses
+
+    prepared = prepare_lines(batch)
+    kinds: list[tuple[int, int, str]] = []
+    fresh: list[Any] = []
+    update = None
+    for i in range(0, len(batch), PARSE_SLICE):
+        update = cockpit.feed(batch[i : i + PARSE_SLICE], now)
+        kinds.extend(update.kinds)
+        fresh.extend(update.new_diagnoses)
+    if update is not None:
+        # the batch's kinds as one list (batch_kinds): mark_kinds then does no per-line step
+        marks = kinds if first_view_no is None else batch_kinds(kinds, first_view_no, len(batch))
+        update = dataclasses.replace(update, kinds=tuple(marks), new_diagnoses=tuple(fresh))
+    return prepared, update
 GPU_POLL_INTERVAL = 5.0
 IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
 # While the parse thread runs (~50 us a line: a quarter of a core at 5k lines/s) the event loop waits for the
@@ -240,24 +261,8 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
 
     def _analyse(self, batch: list[str], first_view_no: int | None = None,
                  ) -> tuple[tuple[list[str], int], CockpitUpdate | None]:
-        """Worker thread: the batch's display text, and the pipeline's update for it (None for no lines);
-        `first_view_no`: the pane's number of its first line."""
-        import dataclasses
-
-        prepared = prepare_lines(batch)
-        now = self.clock()  # arrival, for the phase timeline's durations
-        kinds: list[tuple[int, int, str]] = []
-        fresh: list[Any] = []
-        update = None
-        for i in range(0, len(batch), PARSE_SLICE):
-            update = self.cockpit.feed(batch[i : i + PARSE_SLICE], now)
-            kinds.extend(update.kinds)
-            fresh.extend(update.new_diagnoses)
-        if update is not None:
-            # the batch's kinds as one list (batch_kinds): mark_kinds then does no per-line step
-            marks = kinds if first_view_no is None else batch_kinds(kinds, first_view_no, len(batch))
-            update = dataclasses.replace(update, kinds=tuple(marks), new_diagnoses=tuple(fresh))
-        return prepared, update
+        """Worker thread: analyse_batch at the batch's arrival (the phase timeline's durations)."""
+        return analyse_batch(self.cockpit, batch, self.clock(), first_view_no)
 
     async def wait_processed(self) -> None:
         """Until the batch in flight is on screen, panels included."""
