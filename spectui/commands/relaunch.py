@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, printer, targets_and_edits
+    from spectui.commands.relaunchgate import gate, options, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
-    from spectui.ops.relaunch import RelaunchOptions, execute, prepare
+    from spectui.ops.relaunch import execute, prepare
     from spectui.sources.target import open_host
 
     if len(args.targets) > 1:
@@ -73,10 +73,7 @@ async def _run(args: argparse.Namespace) -> int:
         stop = gate(args, plan, own_pgids(host), dry, f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
         if stop is not None:
             return stop
-        options = RelaunchOptions(force=args.force, rollback=not args.no_rollback,
-                                  stop_grace_s=args.stop_timeout, health_timeout_s=args.health_timeout,
-                                  observe_s=args.observe)
-        result = await execute(host, plan, options, on_progress=printer(sys.stderr))
+        result = await execute(host, plan, options(args), on_progress=printer(sys.stderr))
     finally:
         await host.close()
     if args.json:

@@ -49,6 +49,14 @@ def printer(stream: Any) -> Any:
     return show
 
 
+def options(args: argparse.Namespace) -> Any:
+    """The ops.relaunch.RelaunchOptions a `relaunch` command line asks for."""
+    from spectui.ops.relaunch import RelaunchOptions
+
+    return RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
+                           health_timeout_s=args.health_timeout, observe_s=args.observe)
+
+
 def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:
     """The TARGETs (sources.target.Target, hosts only) and the ops.plan.Edits of a `relaunch` command line;
     UsageError (exit 2) for a log-file target or a negative timeout."""

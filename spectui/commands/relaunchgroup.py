@@ -10,11 +10,10 @@ import sys
 
 
 async def run_group(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, printer, targets_and_edits
+    from spectui.commands.relaunchgate import gate, options, printer, targets_and_edits
     from spectui.errors import UsageError
     from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
     from spectui.ops.procs import own_pgids
-    from spectui.ops.relaunch import RelaunchOptions
     from spectui.sources.target import open_host
 
     if args.pid is not None:
@@ -33,9 +32,7 @@ async def run_group(args: argparse.Namespace) -> int:
                     f"Stop every node of the {gplan.kind} server ({pids}) and start the new command on each? [y/N] ")
         if stop is not None:
             return stop
-        options = RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
-                                  health_timeout_s=args.health_timeout, observe_s=args.observe)
-        result = await execute_group(gplan, options, on_progress=printer(sys.stderr))
+        result = await execute_group(gplan, options(args), on_progress=printer(sys.stderr))
     finally:
         for h in hosts:
             await h.close()
