@@ -2,7 +2,10 @@
 
 The harness starts `sshd -D` in its own process group (so stopping it signals only what it started) and
 drops one client connection by SIGKILLing that connection's sshd child and its descendants, found by
-walking PPid in /proc: that is how a network drop looks to the client.
+walking PPid in /proc: that is how a network drop looks to the client. A `pyenv rehash` among them (root's
+.bashrc on the development machine runs `pyenv init`) gets SIGTERM instead: its EXIT trap then releases the
+lock file it holds in ~/.pyenv/shims. A SIGKILLed rehash leaves the lock, and every later `pip install`
+through pyenv (CI's first step on that machine) waits 60 s on it and fails.
 """
 
 from __future__ import annotations
@@ -47,6 +50,14 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _is_pyenv(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"pyenv" in f.read()
+    except OSError:
+        return False
+
+
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
@@ -84,12 +95,13 @@ class Sshd:
         return _children(self.proc.pid)
 
     def kill_sessions(self) -> int:
-        """SIGKILL every connection's sshd child and its descendants; returns how many connections."""
+        """SIGKILL every connection's sshd child and its descendants (SIGTERM for a `pyenv` script, so that
+        it releases its lock); returns how many connections."""
         sessions = self.session_pids()
         for top in sessions:
             for pid in [top, *_descendants(top)]:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(pid, signal.SIGTERM if _is_pyenv(pid) else signal.SIGKILL)
         return len(sessions)
 
     def freeze_listener(self) -> None:
