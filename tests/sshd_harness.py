@@ -50,12 +50,27 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _is_pyenv(pid: int) -> bool:
+def _cmdline(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"pyenv" in f.read()
+            return f.read()
     except OSError:
-        return False
+        return b""
+
+
+def _is_pyenv(pid: int) -> bool:
+    return b"pyenv" in _cmdline(pid)
+
+
+def _release_pyenv_lock(killed: list[int]) -> None:
+    """A rehash signalled before its EXIT trap was set (the trap comes after the lock is taken) leaves the
+    lock: once the signalled pyenv processes are gone and no rehash runs any more, remove it."""
+    deadline = time.monotonic() + 3
+    while any(os.path.exists(f"/proc/{pid}") for pid in killed) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lock = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "shims" / ".pyenv-shim"
+    if lock.exists() and not any(b"pyenv-rehash" in _cmdline(int(e)) for e in os.listdir("/proc") if e.isdigit()):
+        lock.unlink(missing_ok=True)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -98,10 +113,15 @@ class Sshd:
         """SIGKILL every connection's sshd child and its descendants (SIGTERM for a `pyenv` script, so that
         it releases its lock); returns how many connections."""
         sessions = self.session_pids()
+        pyenv = []
         for top in sessions:
             for pid in [top, *_descendants(top)]:
+                if _is_pyenv(pid):
+                    pyenv.append(pid)
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM if _is_pyenv(pid) else signal.SIGKILL)
+                    os.kill(pid, signal.SIGTERM if pid in pyenv else signal.SIGKILL)
+        if pyenv:
+            _release_pyenv_lock(pyenv)
         return len(sessions)
 
     def freeze_listener(self) -> None:
