@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between SIGTERM and SIGKILL (default 30)")
     parser.add_argument("--observe", type=float, default=0.0, metavar="S",
                         help="after healthy, read the log S seconds more to record accept len and tok/s")
+    parser.add_argument("--peer-grace", type=float, default=20.0, metavar="S",
+                        help="a multi-node group: a node >= 1 whose /health never answers counts as up S seconds "
+                             "after its node 0 is healthy, if alive with a clean log (default 20)")
     add_ssh_options(parser)
 
 

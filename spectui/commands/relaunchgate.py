@@ -54,7 +54,8 @@ def options(args: argparse.Namespace) -> Any:
     from spectui.ops.relaunch import RelaunchOptions
 
     return RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
-                           health_timeout_s=args.health_timeout, observe_s=args.observe)
+                           health_timeout_s=args.health_timeout, observe_s=args.observe,
+                           peer_grace_s=args.peer_grace)
 
 
 def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:
@@ -69,7 +70,7 @@ def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:
         if t.kind not in ("local", "ssh"):
             raise UsageError(f"relaunch needs a host, not a log file: use local or [user@]host[:port] (got {text!r})")
     edits = Edits.from_cli(args.sets, args.unsets, args.env_sets, args.env_unsets)
-    for name in ("health_timeout", "stop_timeout", "observe"):
+    for name in ("health_timeout", "stop_timeout", "observe", "peer_grace"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
     return targets, edits

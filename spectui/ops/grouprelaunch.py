@@ -16,7 +16,7 @@ alone waits for peers that will never come, and the survivors of a lost peer fai
    health in between — rank 0 cannot be healthy before its peers joined;
 5. wait for all: rank 0 on its /health, the other ranks on theirs (SGLang's dummy health server on their
    `--port`), every log through the rules; the first member that fails ends the wait. A rank >= 1 whose port
-   still refuses /health PEER_HEALTH_GRACE_S after rank 0 is healthy, alive with a clean log, is taken as up
+   still refuses /health `peer_grace_s` (20 s) after rank 0 is healthy, alive with a clean log, is taken as up
    (rank 0's health needs every rank; some releases start no reachable health server there, sglang#12297).
    A PD side may itself span nodes: its ranks >= 1 are judged against that side's own rank 0;
 6. on failure, stop whatever of the new launch still runs on every node and start the previous command on
@@ -48,7 +48,6 @@ from spectui.ops.runner import Runner, StepFailed
 __all__ = ["GroupMember", "GroupPlan", "GroupResult", "execute_group", "prepare_group"]
 
 _SHAPE = ("nnodes", "node-rank", "disaggregation-mode")
-PEER_HEALTH_GRACE_S = 20.0  # after node 0 is healthy, how long a node >= 1 may take to answer its own /health
 
 
 def _check_shape(edits: Edits) -> None:
@@ -246,7 +245,7 @@ class _Group:
                 if grace_end is None and pending:
                     if not all(self._peer(tasks[t]) and self._lead_up(tasks[t], out) for t in pending):
                         continue  # a node 0 (or a PD side's own server) is still starting: its /health decides
-                    grace_end = loop.time() + PEER_HEALTH_GRACE_S
+                    grace_end = loop.time() + self.opt.peer_grace_s
                 elif grace_end is not None and not done and loop.time() >= grace_end:
                     self._peers_up(out, pids, [tasks[t] for t in pending])
                     break

@@ -48,6 +48,7 @@ class RelaunchOptions:
     gpu_timeout_s: float = 120.0
     health_timeout_s: float = 900.0  # big models load and capture graphs for many minutes
     observe_s: float = 0.0  # after healthy, keep reading the log this long for accept len / tok/s
+    peer_grace_s: float = 20.0  # a group's node >= 1 whose /health never answers: up this long after its node 0
 
 
 @dataclass(frozen=True, slots=True)

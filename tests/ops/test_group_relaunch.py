@@ -214,7 +214,8 @@ def test_a_node_whose_health_server_never_answers_is_up_once_node0_is_healthy(no
     connections (the simulator's `no-dummy-health` fault); node 0's health proves every rank joined and loaded."""
     nodes.start()
     targets = [f"local:{log}" for log in nodes.logs()]
-    done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health")
+    done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health",
+                    "--peer-grace", "3")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["healthy"] is True and out["rolled_back"] is False
@@ -247,7 +248,8 @@ def test_a_pd_deployment_whose_prefill_side_spans_two_nodes_is_relaunched_whole(
             targets.append(f"local:{lab.root / f'{name}.log'}")
         for lab in labs:
             wait_health(lab.port, 60)
-        done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health")
+        done = relaunch(targets, "--set", "speculative-num-steps=5", "--set-env", "SPECTUI_SIM_FAULT=no-dummy-health",
+                        "--peer-grace", "3")
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)
         assert out["group"] == "PD" and out["healthy"] is True and out["rolled_back"] is False
