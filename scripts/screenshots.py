@@ -29,6 +29,8 @@ SHOTS = (  # name, size, keys pressed after the log is loaded, which app
     ("explain-160x48", (160, 48), ("d", "enter"), "seed"),
     ("tabs-160x48", (160, 48), ("2",), "tabs"),  # the two-node group tab, with the strip across tabs
     ("group-relaunch-160x48", (160, 48), ("2", "r"), "tabs"),
+    ("fleet-160x48", (160, 48), ("0",), "tabs"),  # the fleet screen over the tabs (fixed Prometheus answers)
+    ("fleet-100x30", (100, 30), ("0", "down"), "tabs"),
 )
 
 
@@ -43,13 +45,39 @@ def _recorded(name: str, label: str, pid: int):  # noqa: ANN202 - a ui.session.S
                    probe_gpus=False, launch=launch, sglang_version="0.5.23", current_pid=pid)
 
 
+def fleet_source():  # noqa: ANN201 - a ui.screens.fleet.FleetSource answering one fixed snapshot
+    """What Prometheus would say of five servers, as fixed metric values (the diagnoses are spectui's own):
+    the seed incident (steps 1: ceiling 2, 56.8 tok/s against 90 without speculation), a draft that is
+    rejected almost always, a server down, a healthy EAGLE-3 at steps 3, and one without speculation."""
+    from spectui.fleet import FleetEntry, FleetSnapshot, InstanceMetrics, diagnose
+    from spectui.ui.screens.fleet import FleetSource
+
+    names = frozenset({"sglang:num_running_reqs", "sglang:spec_accept_length", "sglang:gen_throughput"})
+    rows = [
+        dict(instance="gpu1:30000", up=True, accept_len=1.6, accept_rate=0.6, gen_tokens_per_s=56.8, running=1,
+             queued=0, steps=1, draft_tokens=2, baseline_tps=90.0, metric_names=names),
+        dict(instance="gpu6:30000", up=True, accept_len=1.08, accept_rate=0.03, gen_tokens_per_s=61.0, running=4,
+             queued=0, steps=3, draft_tokens=4, metric_names=names),
+        dict(instance="gpu9:30000", up=False, scrape_error="Get \"http://gpu9:30000/metrics\": connection refused"),
+        dict(instance="gpu4:30000", up=True, accept_len=3.05, accept_rate=0.68, gen_tokens_per_s=161.7, running=8,
+             queued=0, steps=3, draft_tokens=4, baseline_tps=90.0, metric_names=names),
+        dict(instance="gpu5:30000", up=True, gen_tokens_per_s=89.6, running=8, queued=2, metric_names=names),
+    ]
+    entries = []
+    for row in rows:
+        m = InstanceMetrics(job="sglang", **row)
+        entries.append(FleetEntry(m, diagnose(m)))
+    snap = FleetSnapshot("http://prometheus:9090", 'job="sglang"', entries, taken_at=1000.0)
+    return FleetSource(lambda: snap, interval=3600.0, url="http://prometheus:9090")
+
+
 def tabs_app():  # noqa: ANN201 - a TabbedApp: the seed on gpu1, a two-node server on gpu2 + gpu3 (recorded)
     from spectui.ui.multi.app import TabbedApp
     from spectui.ui.multi.assemble import tab_specs
 
     sessions = [_recorded("silent-override-sim.log", "gpu1", 4242), _recorded("two-node-rank0-sim.log", "gpu2", 5150),
                 _recorded("two-node-rank1-sim.log", "gpu3", 5151)]
-    return TabbedApp(tab_specs(sessions), clock=lambda: 1000.0)
+    return TabbedApp(tab_specs(sessions), fleet=fleet_source(), clock=lambda: 1000.0)
 
 
 async def shoot(name: str, size: tuple[int, int], keys: tuple[str, ...], which: str) -> Path:

@@ -128,10 +128,18 @@ def _slower_than_baseline(m: InstanceMetrics) -> FleetDiagnosis | None:
     if m.gen_tokens_per_s >= m.baseline_tps:
         return None
     ratio = m.gen_tokens_per_s / m.baseline_tps
+    sat = m.saturation
+    if m.steps is not None and m.steps <= 2 and sat is not None and sat >= 0.5:
+        # The seed incident: the draft agrees, the depth caps what it can give (steps 1: ceiling 2).
+        advice = (f"its accept len {m.accept_len:.2f} is near its ceiling of {m.ceiling} (steps {m.steps}): the "
+                  "depth, not the draft, limits the gain — raise --speculative-num-steps (spectui advise "
+                  "predicts each depth), or turn speculation off.")
+    else:
+        advice = "turn speculation off, or fix the draft / depth first."
     return FleetDiagnosis(
         "FLEET008", "spec-slower-than-baseline", "error", "Speculation is slower than no speculation",
         f"{m.instance} decodes {m.gen_tokens_per_s:.1f} tok/s with speculation, {ratio:.2f}x its "
-        f"{m.baseline_tps:.1f} tok/s baseline: turn speculation off, or fix the draft / depth first.",
+        f"{m.baseline_tps:.1f} tok/s baseline: {advice}",
         (f"sglang:gen_throughput = {m.gen_tokens_per_s:.1f}", f"baseline = {m.baseline_tps:.1f} tok/s"))
 
 

@@ -66,6 +66,17 @@ def test_low_accept_against_ceiling_and_baseline() -> None:
                               metric_names=frozenset({"sglang:gen_throughput"}))
     assert [(d.rule, d.severity) for d in diagnose(useless)] == [("FLEET005", "error")]
     assert deep.rule_values()["saturation"] == pytest.approx(0.6 / 7)
+    assert "raise --speculative-num-steps" not in diagnose(deep)[0].message  # deep and poor: the draft
+
+
+def test_slower_than_baseline_at_a_shallow_depth_names_the_depth() -> None:
+    """The seed incident over Prometheus: steps 1 (ceiling 2), accept len 1.6, 56.8 tok/s against 90."""
+    seed = InstanceMetrics("sglang", "h:1", up=True, accept_len=1.6, steps=1, running=1, gen_tokens_per_s=56.8,
+                           metric_names=frozenset({"sglang:gen_throughput"}), baseline_tps=90.0)
+    found = diagnose(seed)
+    assert [d.rule for d in found] == ["FLEET008"]  # 0.6 of the way to a ceiling of 2: not a low accept length
+    assert "near its ceiling of 2 (steps 1)" in found[0].message
+    assert "raise --speculative-num-steps" in found[0].message and "0.63x" in found[0].message
 
 
 def test_selector_and_url_normalisation() -> None:

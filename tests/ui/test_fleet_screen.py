@@ -111,6 +111,33 @@ async def test_fleet_screen_refreshes_and_enter_opens_a_tab() -> None:
         assert app.screen is app.tabs[1].dashboard
 
 
+async def test_the_highlighted_instance_is_detailed_and_tab_keys_are_off_over_the_fleet() -> None:
+    source = FleetSource(lambda: snapshot(1), interval=60, mapping={"10.0.0.5:30000": "root@gpu5"},
+                         url="http://prom:9090")
+    app = TabbedApp([TabSpec("gpu1", replay_session("gpu1"))], fleet=source, clock=lambda: 1000.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("0")
+        await wait_for(lambda: isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None, pilot)
+        screen = app.screen
+        detail = screen.query_one("#fleet-detail")
+        await wait_for(lambda: "FLEET001" in str(detail.render()), pilot)
+        assert "connection refused" in str(detail.render())  # the down instance's evidence
+        screen.query_one(DataTable).move_cursor(row=1)
+        await wait_for(lambda: "10.0.0.5:30000" in str(detail.render()), pilot)
+        text = str(detail.render())
+        assert "accept len 1.10 of a possible 4 (steps 3)" in text and "FLEET005" in text
+        assert "enter: open root@gpu5 over SSH" in text
+        for key in ("r", "h", "b", "w"):  # would act on gpu1, hidden under the fleet: off here
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            assert app.screen is screen, key
+        assert not any(b.binding.key == "r" and b.enabled for b in app.active_bindings.values())  # nor in the footer
+        await pilot.press("escape")
+        assert app.screen is app.tabs[0].dashboard
+        assert app.check_action("relaunch", ()) is not False  # on the tab again
+
+
 async def test_without_prometheus_the_fleet_key_says_how() -> None:
     app = TabbedApp([TabSpec("gpu1", replay_session("gpu1"))], clock=lambda: 1000.0)
     async with app.run_test(size=(120, 30)) as pilot:

@@ -21,6 +21,9 @@ from spectui.ui.multi.background import HIDDEN_FLUSH_INTERVAL, BackgroundParse
 from spectui.ui.multi.tab import Tab, TabDashboard
 from spectui.ui.session import Session
 
+# The shown tab's actions: over the fleet screen they would act on a tab the operator cannot see (the
+# highlighted fleet row is another server), so there they are off; `enter` opens the row's server first.
+TAB_ACTIONS = frozenset({"relaunch", "history", "record", "draft", "bench", "sweep"})
 SUMMARY_INTERVAL = 1.0  # seconds between summary-strip refreshes (values unchanged: no repaint)
 TICK_INTERVAL = 1.0  # the one app timer: every tab's 1 s tick, the hidden tabs' parse round, the strip
 
@@ -159,6 +162,16 @@ class TabbedApp(SpectuiApp):
 
     # ---- actions that differ with tabs -------------------------------------------------------------
 
+    def _over_fleet(self, screen: Screen | None = None) -> bool:
+        from spectui.ui.screens.fleet import FleetScreen
+
+        return isinstance(screen or self.screen, FleetScreen)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in TAB_ACTIONS and self._over_fleet():
+            return False  # hidden from the footer and not run: see TAB_ACTIONS
+        return super().check_action(action, parameters)
+
     def action_history(self) -> None:
         if self.tabs:
             super().action_history()
@@ -206,7 +219,7 @@ class TabbedApp(SpectuiApp):
         await self.add_tab(spec)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        if self.tabs:
+        if self.tabs and not self._over_fleet(screen):
             yield from super().get_system_commands(screen)
         else:
             yield from App.get_system_commands(self, screen)

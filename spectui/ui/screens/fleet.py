@@ -1,7 +1,7 @@
 """Fleet screen (`0`, palette "Fleet"): every SGLang server a Prometheus scrapes, worst first (spectui.fleet).
 
-A worker refreshes the table every few seconds (the queries run in a thread); `enter` on an instance
-opens it over SSH in a new tab: the SSH target is the instance's host part, or what `--fleet-map FILE`
+A worker refreshes the table every few seconds (the queries run in a thread); under it, the highlighted
+instance's numbers and every diagnosis with its evidence. `enter` on an instance opens it over SSH in a new tab: the SSH target is the instance's host part, or what `--fleet-map FILE`
 maps the instance to. `esc` / `q` goes back to the tabs.
 """
 
@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from spectui.ui.widgets.summary_strip import SEVERITY_MARKS
 
-COLUMNS = ("instance", "job", "up", "accept len", "ceiling", "tok/s", "running", "queued", "diagnosis")
+COLUMNS = ("instance", "job", "up", "accept len", "ceiling", "tok/s", "× base", "running", "queued", "diagnosis")
 
 
 def instance_host(instance: str) -> str:
@@ -63,6 +63,12 @@ def _f(x: float | None, fmt: str) -> str:
     return "–" if x is None else format(x, fmt)
 
 
+def _vs_baseline(m: Any) -> float | None:
+    if not m.baseline_tps or m.gen_tokens_per_s is None:
+        return None
+    return m.gen_tokens_per_s / m.baseline_tps
+
+
 def row_cells(entry: Any) -> tuple[Text, ...]:
     m = entry.metrics
     worst = entry.worst
@@ -71,9 +77,71 @@ def row_cells(entry: Any) -> tuple[Text, ...]:
     diag = Text(f"{mark} {first.rule} {first.title}" if first else "", style=style)
     up = Text("up", "green") if m.up else Text("DOWN" if m.up is False else "?", "bold red")
     return (Text(m.instance, "bold"), Text(m.job), up, Text(_f(m.accept_len, ".2f")),
-            Text(str(m.ceiling) if m.ceiling else "–"), Text(_f(m.gen_tokens_per_s, ".0f")),
+            Text(str(m.ceiling) if m.ceiling else "–"), Text(_f(m.gen_tokens_per_s, ".0f")), _ratio_cell(m),
             Text("–" if m.running is None else str(m.running)), Text("–" if m.queued is None else str(m.queued)),
             diag)
+
+
+def _ratio_cell(m: Any) -> Text:
+    r = _vs_baseline(m)
+    if r is None:
+        return Text("–")
+    return Text(f"{r:.2f}×", "bold red" if r < 1.0 else "green")
+
+
+def detail_text(entry: Any, target: str) -> Text:
+    """The highlighted instance: its numbers, then every diagnosis with message and evidence. Label values
+    (instance, job, model) come from Prometheus: plain Text, never markup."""
+    m = entry.metrics
+    t = Text()
+    t.append(f" {m.instance}", "bold")
+    t.append(f"  job {m.job}  ")
+    t.append(*(("up", "green") if m.up else (("DOWN", "bold red") if m.up is False else ("up ?", "yellow"))))
+    if m.models:
+        t.append(f"  model {', '.join(m.models)}", "dim")
+    parts = []
+    if m.accept_len is not None:
+        spec = f"accept len {m.accept_len:.2f}"
+        if m.ceiling:
+            spec += f" of a possible {m.ceiling}"
+        shape = ", ".join(x for x in (f"steps {m.steps}" if m.steps else "",
+                                      f"draft tokens {m.draft_tokens}" if m.draft_tokens else "") if x)
+        parts.append(spec + (f" ({shape})" if shape else ""))
+        if m.saturation is not None:
+            parts.append(f"saturation {m.saturation:.2f}")
+        if m.accept_rate is not None:
+            parts.append(f"accept rate {m.accept_rate:.2f}")
+    elif m.up is not False:
+        parts.append("speculative, no accept length yet" if m.speculative else "no speculation")
+    if parts:
+        t.append("\n " + " · ".join(parts))
+    parts = []
+    if m.gen_tokens_per_s is not None:
+        speed = f"{m.gen_tokens_per_s:.1f} tok/s"
+        r = _vs_baseline(m)
+        if r is not None:
+            speed += f" = {r:.2f}× the {m.baseline_tps:.1f} tok/s baseline"
+        parts.append(speed)
+    if m.running is not None or m.queued is not None:
+        parts.append(f"{_f_int(m.running)} running, {_f_int(m.queued)} queued")
+    if m.ranks > 1:
+        parts.append(f"{m.ranks} DP ranks")
+    if parts:
+        t.append("\n " + " · ".join(parts))
+    for d in entry.diagnoses:
+        mark, style = SEVERITY_MARKS.get(d.severity, ("", ""))
+        t.append(f"\n {mark} {d.rule} {d.title}", style)
+        t.append(f"\n   {d.message}")
+        if d.evidence:
+            t.append("\n   " + " · ".join(d.evidence), "dim")
+    if not entry.diagnoses:
+        t.append("\n nothing to say: within its ceiling and its baseline", "green")
+    t.append(f"\n enter: open {target} over SSH", "dim")
+    return t
+
+
+def _f_int(x: int | None) -> str:
+    return "–" if x is None else str(x)
 
 
 class FleetScreen(Screen[None]):
@@ -84,6 +152,8 @@ class FleetScreen(Screen[None]):
     DEFAULT_CSS = """
     FleetScreen #fleet-status { height: 1; background: $panel; }
     FleetScreen DataTable { height: 1fr; }
+    FleetScreen #fleet-detail { height: auto; max-height: 45%; border-top: solid $panel-lighten-2;
+                                padding: 0 1 0 0; }
     """
 
     def __init__(self, source: FleetSource, open_instance: Callable[[str, str], Awaitable[None]], *,
@@ -102,6 +172,7 @@ class FleetScreen(Screen[None]):
         self._columns = table.add_columns(*COLUMNS)
         self._rows: list[str] = []
         yield table
+        yield Static(Text(""), id="fleet-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -152,6 +223,18 @@ class FleetScreen(Screen[None]):
             if keys:
                 table.move_cursor(row=keys.index(keep) if keep in keys else 0)
         self._status()
+        self._detail(table.cursor_row)
+
+    def _detail(self, row: int) -> None:
+        if self.snapshot is None or not 0 <= row < len(self.snapshot.entries):
+            return
+        entry = self.snapshot.entries[row]
+        target = self.source.target_for(entry.metrics.instance, entry.metrics.job)
+        self.query_one("#fleet-detail", Static).update(detail_text(entry, target))
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.cursor_row)
 
     def _status(self) -> None:
         t = Text(no_wrap=True, overflow="ellipsis")
