@@ -147,10 +147,9 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
         if on_phase:
             on_phase("restore")
         _say(on_step, "restoring the speculative command")
-        sets = tuple((f[2:], v) for f, v in flags.items())
-        try:
-            on_plan, on = await _relaunch(host, off.new.pid, Edits(sets=sets), interrupted, on_step, "restore",
-                                          options)
+        try:  # the original command line itself: its flags in their own order, not appended at the end
+            on_plan, on = await _relaunch(host, off.new.pid, Edits(argv=tuple(server.proc.argv)), interrupted,
+                                          on_step, "restore", options)
             algo = await _speculating(host, on_plan.port, on_plan.server.host_addr, plan.config.api_key) \
                 if on.healthy else None
             restored = {"pid": on.new.pid, "healthy": on.healthy, "speculative_algorithm": algo,

@@ -49,12 +49,15 @@ class EnvChange:
 @dataclass(frozen=True, slots=True)
 class Edits:
     """`--set FLAG=VALUE` (value None: a store_true flag) and `--unset FLAG`, flags without dashes;
-    `--set-env NAME=VALUE` and `--unset-env NAME` for the server's environment."""
+    `--set-env NAME=VALUE` and `--unset-env NAME` for the server's environment. `argv`: start exactly this
+    command line instead of the running one (a restore: the flags come back in their own order); the flag
+    edits, if any, then apply to it."""
 
     sets: tuple[tuple[str, str | None], ...] = ()
     unsets: tuple[str, ...] = ()
     env_sets: tuple[tuple[str, str], ...] = ()
     env_unsets: tuple[str, ...] = ()
+    argv: tuple[str, ...] | None = None
 
     @classmethod
     def from_cli(cls, sets: Sequence[str] = (), unsets: Sequence[str] = (), env_sets: Sequence[str] = (),
@@ -265,7 +268,7 @@ def apply_env_edits(env: Mapping[str, str], edits: Edits) -> tuple[dict[str, str
 
 
 def apply_edits(cmd: LaunchCommand, edits: Edits) -> LaunchCommand:
-    new = cmd
+    new = cmd if edits.argv is None else parse_command(list(edits.argv))
     for flag in edits.unsets:
         edited = unset_flag(new, flag)
         if edited == new:

@@ -98,7 +98,7 @@ def restore_spec(edits: Edits, original_argv: Sequence[str], argv: Sequence[str]
 
 
 def same_command(a: Sequence[str], b: Sequence[str]) -> bool:
-    """The same flags with the same values (order aside: a restore appends the flags it puts back)."""
+    """The same flags with the same values, in any order."""
     from spectui.core.launch import flag_values, parse_command
 
     return flag_values(parse_command(list(a))) == flag_values(parse_command(list(b)))

@@ -84,6 +84,8 @@ def test_baseline_relaunches_without_speculation_and_restores(tmp_path: Path, st
         info = server_info(port)
         assert info["speculative_algorithm"] == "EAGLE3"
         assert _sims_on(port) == [restored["pid"]]
+        restored_argv = Path(f"/proc/{restored['pid']}/cmdline").read_bytes().decode().split("\0")[:-1]
+        assert restored_argv == [sys.executable, "-m", "spectui.sim", *ARGS, "--port", str(port)]  # flags in order
         assert set(run["unset"]) == {a for a in ARGS if a.startswith("--speculative-")}
         base = out["baseline"]
         assert base["source"] == "measured" and base["output_tokens_per_s"] > 0

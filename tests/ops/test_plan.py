@@ -51,6 +51,18 @@ def test_seed_plan_undoes_the_silent_override() -> None:
     assert plan.port == 8000
 
 
+def test_a_restore_starts_the_original_command_line_in_its_own_order() -> None:
+    """bench --baseline: every --speculative-* flag was unset; the restore gives the original back exactly."""
+    plain = tuple(a for i, a in enumerate(SEED) if i < 10)  # the command without speculation
+    assert not any(a.startswith("--speculative") for a in plain)
+    plan = build_plan(server(plain), Edits(argv=SEED), host_name="root@gpu1", now=NOW, server_version="0.5.6")
+    assert plan.new.argv == list(SEED)
+    assert [c.flag for c in plan.changes][:1] == ["--speculative-algorithm"] and len(plan.changes) == 5
+    edited = build_plan(server(plain), Edits(sets=(("speculative-num-steps", "3"),), argv=SEED),
+                        host_name="root@gpu1", now=NOW, server_version="0.5.6")
+    assert edited.new.argv == [*SEED[:-1], "3"]  # flag edits apply to the given command line
+
+
 def test_unknown_version_uses_newest_and_says_so() -> None:
     plan = build_plan(server(), Edits(), host_name="local", now=NOW)
     assert plan.version_note == "server version unknown, newest bundled release used"
