@@ -52,7 +52,7 @@ def normalize_url(url: str) -> str:
     if "://" not in text:
         text = "http://" + text
     parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in text):
         raise FleetInputError(f"--prometheus {url!r}: not an http(s) URL; e.g. http://127.0.0.1:9090")
     try:
         parts.port  # noqa: B018  (raises on a bad port)

@@ -87,8 +87,9 @@ def test_selector_and_url_normalisation() -> None:
         with pytest.raises(FleetInputError):
             normalize_selector(bad)
     assert normalize_url("prom:9090/") == "http://prom:9090"
-    with pytest.raises(FleetInputError):
-        normalize_url("ftp://x")
+    for bad in ("ftp://x", "not a url", "http://prom :9090"):
+        with pytest.raises(FleetInputError, match="not an http"):
+            normalize_url(bad)
 
 
 def _client(handler) -> PrometheusClient:
