@@ -374,6 +374,5 @@ def _judged_version(server_version: str | None, host_version: str) -> str:
 
 
 def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
-    """The args SGLang's argparse sees: `cmd.args`, verbatim (kept for callers; the simulator's knobs
-    live in its environment, not on SGLang's command line)."""
-    return cmd.args
+    """The args SGLang's argparse sees: `cmd.sglang_args` (the simulator's `--sim-*` knobs left out)."""
+    return cmd.sglang_args

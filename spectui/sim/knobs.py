@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from spectui.core.launch import sim_knob_len as knob_len  # one reading of a knob's words, shared with core
 from spectui.sim.faults import FAULT_NAMES, Fault, KnobError
 
 DEFAULT_ALPHA = 0.8
@@ -61,18 +62,6 @@ class SimKnobs:
     alpha_decay: float | None = None  # None: spectui.sim.model's default
     verify_cost: float | None = None
     spec_counters: bool = False
-
-
-def knob_len(words: Sequence[str], i: int) -> int:
-    """How many words the `--sim-*` knob at `i` takes: `--sim-x=V` one, `--sim-x V` two (any next word is
-    the value), `--sim-fault crash-after N` three (the count is a word of its own)."""
-    name, eq, value = words[i].partition("=")
-    n = 1
-    if not eq and i + 1 < len(words):
-        value, n = words[i + 1], 2
-    if name == "--sim-fault" and value == "crash-after" and i + n < len(words) and words[i + n].isdigit():
-        n += 1
-    return n
 
 
 def knob_env(environ: Mapping[str, str]) -> dict[str, str]:

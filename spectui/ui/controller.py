@@ -54,6 +54,7 @@ class Cockpit:
         self._requested: dict[str, Any] | None = None
         self._predicted: dict[str, Any] | None = None
         self._warnings: tuple[str, ...] = ()
+        self._problem = ""
         self.timeline = PhaseTimeline()  # phases with durations, across relaunches (ui/phases.py)
         self._resolve_launch()
         self._new_pipeline()
@@ -62,7 +63,7 @@ class Cockpit:
 
     def _resolve_launch(self) -> None:
         self._requested = self._predicted = None
-        self._warnings = ()
+        self._warnings, self._problem = (), ""
         if self.launch is None:
             return
         from spectui.core.launch import pick_version, resolve
@@ -78,6 +79,14 @@ class Cockpit:
         self._requested = dict(res.requested)
         self._predicted = dict(res.effective) if res.effective else None
         self._warnings = tuple(res.warnings)
+        if res.argparse_error and not res.requested:
+            # The server runs, yet this release's argparse rejects its command (flags spectui's catalogue
+            # lacks): the requested values as typed, the effective ones from the log's server_args line.
+            from spectui.core.rules import crude_requested
+
+            self._requested = crude_requested(args)
+            self._problem = f"SGLang {res.version}'s flags reject the command ({res.argparse_error}): " \
+                            "requested as typed, effective from the log"
 
     def _new_pipeline(self) -> None:
         from spectui.core.log import Pipeline
@@ -208,7 +217,7 @@ class Cockpit:
         log_effective = None
         if self._snapshot is not None and self._snapshot.server_args:
             log_effective = dict(self._snapshot.server_args)
-        return build_config_view(self._requested, log_effective, self._predicted, self._warnings)
+        return build_config_view(self._requested, log_effective, self._predicted, self._warnings, self._problem)
 
     def history(self) -> SeriesHistory:
         segments = list(self._archived)

@@ -77,6 +77,7 @@ class ConfigView:
     effective_source: str = ""  # "log" (server_args line) / "predicted" (resolver) / ""
     requested_known: bool = False
     warnings: tuple[str, ...] = ()
+    problem: str = ""  # the resolver could not judge the launch (argparse rejects it): why, for the caption
 
     def value(self, key: str) -> object | None:
         for row in self.rows:
@@ -98,6 +99,7 @@ def build_config_view(
     log_effective: Mapping[str, Any] | None,
     predicted: Mapping[str, Any] | None,
     warnings: tuple[str, ...] = (),
+    problem: str = "",
 ) -> ConfigView:
     """Rows for the config panel; `differs` when a requested value is not what the server uses."""
     effective = log_effective or predicted or {}
@@ -110,7 +112,7 @@ def build_config_view(
         r, e = req.get(key), effective.get(key)
         differs = key in req and key in effective and _norm(r) != _norm(e)
         rows.append(ConfigRow(key, r, e, differs))
-    return ConfigView(tuple(rows), source, requested is not None, tuple(warnings))
+    return ConfigView(tuple(rows), source, requested is not None, tuple(warnings), problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,13 +210,28 @@ def test_simulator_parses_as_a_launch() -> None:
     assert edited.env == cmd.env
 
 
-def test_no_simulator_knowledge_in_the_launch_model() -> None:
-    import spectui.core.launch.command as command
+def test_the_simulators_own_flags_are_not_judged_as_sglangs() -> None:
+    """README starts the simulator with `--sim-traffic 2` on its command line: the resolver, the rules and
+    the relaunch verdict must see SGLang's flags only (before, argparse's 'unrecognized arguments' left the
+    config panel blank and made every relaunch of it need --force); a relaunch keeps the knobs."""
+    from spectui.core.launch import resolve
 
-    assert not hasattr(command, "split_sim_knobs") and not hasattr(command, "knob_len")
-    # A `--sim-*` word is nothing special: an unknown flag like any other (one value word).
-    cmd = parse_command("python3 -m spectui.sim --model-path /m --sim-fault crash-after 3")
-    assert unset_flag(cmd, "sim-fault").args == ("--model-path", "/m", "3")
+    typed = ("--model-path /m --sim-traffic 2 --speculative-algorithm EAGLE3 --speculative-draft-model-path /d "
+             "--sim-fault crash-after 3 --speculative-num-steps 1 --sim-seed=4 --speculative-eagle-topk 1 "
+             "--speculative-num-draft-tokens 16 --port 1")
+    cmd = parse_command(f"python3 -m spectui.sim {typed}")
+    assert cmd.args == tuple(typed.split())  # what a relaunch starts again
+    assert cmd.sglang_args == ("--model-path", "/m", "--speculative-algorithm", "EAGLE3",
+                               "--speculative-draft-model-path", "/d", "--speculative-num-steps", "1",
+                               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16", "--port", "1")
+    res = resolve(list(cmd.sglang_args), "0.5.23", entry=cmd.entry)
+    assert res.outcome == "ok" and res.effective["speculative_num_draft_tokens"] == 2
+    real = parse_command(f"python3 -m sglang.launch_server {typed}")  # real SGLang: the same words are errors
+    assert real.sglang_args == real.args
+    assert resolve(list(real.sglang_args), "0.5.23").argparse_error.startswith("unrecognized arguments: --sim-traffic")
+    # unset_flag is generic: one value word, whatever the flag
+    assert unset_flag(parse_command("python3 -m spectui.sim --model-path /m --sim-fault crash-after 3"),
+                      "sim-fault").args == ("--model-path", "/m", "3")
 
 
 def test_simulator_launch_is_judged_on_sglang_flags_only() -> None:

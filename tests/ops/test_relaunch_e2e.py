@@ -146,6 +146,21 @@ def test_dry_run_prints_the_plan_and_changes_nothing(lab: SimLab) -> None:
     assert read_history() == []
 
 
+def test_a_simulator_started_with_sim_flags_is_judged_on_sglangs_flags(lab: SimLab) -> None:
+    """README starts the simulator with `--sim-traffic 2` on its command line: those words are not SGLang's,
+    so the verdict is SGLang's own (not 'unrecognized arguments', which needed --force) and the knobs stay."""
+    old_pid = lab.start([*SEED_FLAGS, "--sim-time-scale", "40", "--sim-traffic", "2"])
+    wait_health(lab.port)
+    argv = [sys.executable, "-m", "spectui.cli", "relaunch", "local", "--pid", str(old_pid),
+            "--set", "speculative-num-steps=3", "--dry-run", "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["verdict"] == "ok", (plan["verdict"], plan["verdict_detail"])
+    assert plan["command"].endswith(f"--sim-time-scale 40 --sim-traffic 2 --port {lab.port}")
+    assert alive(old_pid)
+
+
 def test_usage_errors_are_one_line(lab: SimLab) -> None:
     argv = [sys.executable, "-m", "spectui.cli", "relaunch"]
     for extra, needle in ((["local", "--set", "=3"], "FLAG=VALUE"), (["/var/log/x.log"], "needs a host"),

@@ -20,6 +20,7 @@ from spectui.core.launch.command import (  # noqa: E402
     flag_values,
     parse_command,
     set_flag,
+    sim_knob_len,
     unset_flag,
 )
 from spectui.core.launch.explain import error_fix  # noqa: E402
@@ -75,6 +76,7 @@ __all__ = [
     "read_host_catalogue",
     "resolve",
     "set_flag",
+    "sim_knob_len",
     "to_fields",
     "unset_flag",
 ]

@@ -6,8 +6,9 @@ sglang.launch_server`, `sglang serve`, `bash -c "…"` and `ssh host '…'` wrap
 render() rebuilds the same structure with shell quoting, so parse(render(c)) == c.
 
 The simulated SGLang (`python -m spectui.sim`, CONTRACTS.md) parses too: it is an entry point with
-SGLang's command line (its own knobs travel in its environment), so nothing here knows about it beyond
-its program name.
+SGLang's command line. Its own knobs travel in its environment, or as `--sim-*` flags a user typed
+(README's example): `sglang_args` leaves those out, so the resolver, the rules and the relaunch verdict
+judge only what SGLang's argparse would see; `args` keeps them, so a relaunch starts them again.
 """
 
 from __future__ import annotations
@@ -42,6 +43,32 @@ class Shell:
     redirects: tuple[str, ...]
 
 
+SIM_KNOB_PREFIX = "--sim-"
+
+
+def sim_knob_len(words: Sequence[str], i: int) -> int:
+    """How many words the simulator's `--sim-*` knob at `i` takes: `--sim-x=V` one, `--sim-x V` two (any
+    next word is the value), `--sim-fault crash-after N` three (the count is a word of its own)."""
+    name, eq, value = words[i].partition("=")
+    n = 1
+    if not eq and i + 1 < len(words):
+        value, n = words[i + 1], 2
+    if name == "--sim-fault" and value == "crash-after" and i + n < len(words) and words[i + n].isdigit():
+        n += 1
+    return n
+
+
+def without_sim_knobs(words: Sequence[str]) -> tuple[str, ...]:
+    out, i = [], 0
+    while i < len(words):
+        if words[i].startswith(SIM_KNOB_PREFIX):
+            i += sim_knob_len(words, i)
+            continue
+        out.append(words[i])
+        i += 1
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class FlagChange:
     flag: str
@@ -70,8 +97,8 @@ class LaunchCommand:
 
     @property
     def sglang_args(self) -> tuple[str, ...]:
-        """What SGLang's argparse sees: `args` (kept so callers reading it need not change)."""
-        return self.args
+        """What SGLang's argparse sees: `args`, without the simulator's own `--sim-*` knobs."""
+        return without_sim_knobs(self.args) if self.is_simulator else self.args
 
     @property
     def entry(self) -> str:

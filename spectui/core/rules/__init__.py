@@ -5,7 +5,7 @@ Callers outside this package import these names from here.
 """
 
 from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, load_file  # noqa: E402
-from spectui.core.rules.config import ConfigContext  # noqa: E402
+from spectui.core.rules.config import ConfigContext, crude_requested  # noqa: E402
 from spectui.core.rules.engine import (
     Diagnosis,
     Fix,
@@ -30,6 +30,7 @@ __all__ = [
     "Rule",
     "RuleEngine",
     "baseline_ratio",
+    "crude_requested",
     "default_rule_dirs",
     "load_file",
     "load_rules",

@@ -58,6 +58,8 @@ class ConfigPanel(Widget):
         if not v.requested_known:
             table.caption = "launch command unknown: requested values not shown"
             table.caption_style = "dim"
+        if v.problem:
+            table.caption = Text(v.problem, style="yellow")  # it quotes the command: text, never markup
         if overridden:
             table.caption = f"{overridden} setting(s) changed by SGLang — see diagnoses"
             table.caption_style = "bold red"
