@@ -110,17 +110,22 @@ def test_new_log_path() -> None:
 
 
 def test_port_and_the_simulator() -> None:
-    # The simulator's /proc argv parses as a launch like SGLang's (core.launch), no workaround here:
-    # its knobs are in its environment, so its args are SGLang's alone.
+    # The simulator's /proc argv parses as a launch like SGLang's (core.launch); with its knobs in its
+    # environment its args are SGLang's alone.
     cmd = parse_command(["/usr/bin/python3", "-m", "spectui.sim", "--model-path", "/m", "--port=31000",
                          "--tp-size", "2"])
     assert cmd.program == ("/usr/bin/python3", "-m", "spectui.sim")
     assert port_of(cmd, None) == 31000
     assert resolvable_args(cmd) == cmd.args == ("--model-path", "/m", "--port=31000", "--tp-size", "2")
-    # A `--sim-*` flag on the command line is not SGLang's: the verdict names it as argparse would.
-    bad = parse_command("python3 -m spectui.sim --model-path /m --sim-bogus 1")
-    assert resolvable_args(bad) == ("--model-path", "/m", "--sim-bogus", "1")
-    assert "unrecognized arguments: --sim-bogus 1" in str(resolve(list(resolvable_args(bad)), "0.5.6").argparse_error)
+    # A `--sim-*` knob typed on the simulator's command line is the simulator's, not SGLang's: the verdict
+    # judges the rest (the simulator itself refuses an unknown knob at start, and a relaunch rolls back).
+    typed = parse_command("python3 -m spectui.sim --model-path /m --sim-traffic 1 --tp-size 2")
+    assert resolvable_args(typed) == ("--model-path", "/m", "--tp-size", "2")
+    assert typed.args == ("--model-path", "/m", "--sim-traffic", "1", "--tp-size", "2")
+    assert resolve(list(resolvable_args(typed)), "0.5.6").outcome == "ok"
+    # The same word given to SGLang itself is what argparse says it is.
+    real = parse_command("python3 -m sglang.launch_server --model-path /m --sim-traffic 1")
+    assert "unrecognized arguments: --sim-traffic 1" in str(resolve(list(resolvable_args(real)), "0.5.6").argparse_error)
 
 
 def test_plan_for_the_simulator_sets_a_knob_variable_and_judges_sglang_flags() -> None:
