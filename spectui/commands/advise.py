@@ -89,7 +89,17 @@ def from_sweep(path: str) -> list[tuple[Any, int | None, float | None]]:
     return out
 
 
-def from_history(host_name: str) -> list[tuple[Any, int | None, float | None]]:
+def same_server(line: dict[str, Any], port: int | None, draft: str | None) -> bool:
+    """A bench.jsonl line measured this server: its port (a host runs several), and its draft when both
+    are recorded (the same port may later serve another draft)."""
+    if port is not None and line.get("port") != port:
+        return False
+    return not (draft and line.get("draft") and line.get("draft") != draft)
+
+
+def from_history(host_name: str, port: int | None = None, draft: str | None = None
+                 ) -> list[tuple[Any, int | None, float | None]]:
+    """The host's bench results (of the server on `port` with `draft`, when given) as observations."""
     from spectui.ops.bench import bench_history_path
 
     try:
@@ -102,21 +112,20 @@ def from_history(host_name: str) -> list[tuple[Any, int | None, float | None]]:
             obj = json.loads(line)
         except ValueError:
             continue
-        if isinstance(obj, dict) and obj.get("host") == host_name and isinstance(obj.get("result"), dict):
+        if isinstance(obj, dict) and obj.get("host") == host_name and isinstance(obj.get("result"), dict) \
+                and same_server(obj, port, draft):
             got = from_bench(obj["result"])
             if got:
                 out.append(got)
     return out
 
 
-async def from_live(host: Any, pid: int | None) -> tuple[Any, str] | None:
+async def from_live(host: Any, server: Any) -> tuple[Any, str] | None:
     """The running server's steps (its command resolved) and the mean accept len of its log's last lines."""
     from spectui.core.log import DecodeSample, LogParser
     from spectui.core.specdec import Observed
     from spectui.ops.bench import speculative_config
-    from spectui.sources.discover import pick_server
 
-    server = await pick_server(host, pid)
     spec = speculative_config(list(server.argv), dict(server.env), None, {}) or {}
     steps = spec.get("speculative_num_steps")
     if not isinstance(steps, int) or steps < 1 or spec.get("speculative_eagle_topk") not in (1, None) \
@@ -150,9 +159,9 @@ def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | No
         target = parse_target(args.target)
         if target.kind not in ("local", "ssh"):
             raise UsageError(f"advise needs a host as TARGET: local or [user@]host[:port] (got {args.target!r})")
-        got, live = asyncio.run(_target(target, args))
+        got, live, whose = asyncio.run(_target(target, args))
         measured += got
-        notes.append(f"bench history of {args.target}: {len(got)} results")
+        notes.append(f"bench history of {args.target} ({whose}): {len(got)} results")
         if live:
             obs.append(live[0])
             notes.append(live[1])
@@ -167,19 +176,31 @@ def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | No
     return obs, running, base, notes
 
 
-async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tuple[Any, str] | None]:
-    """TARGET's bench history and its live observation (None when no server or no Decode line)."""
+async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tuple[Any, str] | None, str]:
+    """TARGET's server's bench history, its live observation (None when no server or no Decode line), and
+    whose history that is. Without a server found, every bench result of the host counts (said so)."""
     from spectui.errors import SpectuiError
+    from spectui.ops.bench import draft_path
+    from spectui.sources.discover import pick_server
     from spectui.sources.target import open_host
 
     host = open_host(target, args, read_only=True)
-    history = from_history(host.name)
     try:
         await host.connect()
-        return history, await from_live(host, args.pid)
+        server = await pick_server(host, args.pid)
     except SpectuiError as exc:
         print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)
-        return history, None
+        await host.close()
+        return from_history(host.name), None, "every server on it: none found to match"
+    try:
+        draft = draft_path(server.argv)
+        history = from_history(host.name, server.port, draft)
+        whose = f"pid {server.pid}'s port {server.port}" + (f", draft {draft}" if draft else "")
+        try:
+            return history, await from_live(host, server), whose
+        except SpectuiError as exc:
+            print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)
+            return history, None, whose
     finally:
         await host.close()
 

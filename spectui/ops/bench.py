@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,7 @@ def speculative_config(argv: list[str] | None, env: dict[str, str], version: str
         try:
             cmd = parse_command(argv)
             picked, _ = pick_version(version)
-            res = resolve(list(cmd.args), picked, env={**dict(cmd.env), **env}, entry=cmd.entry)
+            res = resolve(list(cmd.sglang_args), picked, env={**dict(cmd.env), **env}, entry=cmd.entry)
             if res.effective:
                 out = {k: res.effective.get(k) for k in SPEC_KEYS}
         except (SpectuiError, ValueError):
@@ -100,6 +100,16 @@ def speculative_config(argv: list[str] | None, env: dict[str, str], version: str
     if not out.get("speculative_algorithm") and info.get("speculative_algorithm"):
         out = {k: info.get(k) for k in SPEC_KEYS}
     return out if out.get("speculative_algorithm") else None
+
+
+def draft_path(argv: Sequence[str]) -> str | None:
+    """The command's --speculative-draft-model-path (which draft a measured accept length belongs to)."""
+    from spectui.core.launch import flag_values, parse_command
+
+    try:
+        return flag_values(parse_command(list(argv))).get("--speculative-draft-model-path") or None
+    except SpectuiError:
+        return None
 
 
 def read_counters(info: dict[str, Any]) -> tuple[int, int] | None:
@@ -355,7 +365,8 @@ def record(host_name: str, server: Server, out: dict[str, Any], history_path: Pa
 
     bench_id = uuid.uuid4().hex[:12]
     line = {"id": bench_id, "time": now_iso(), "host": host_name, "pid": server.proc.pid if server.proc else None,
-            "port": server.port, "model": out["workload"].get("model"), "result": {**out, "history_id": bench_id}}
+            "port": server.port, "model": out["workload"].get("model"),
+            "draft": draft_path(server.proc.argv) if server.proc else None, "result": {**out, "history_id": bench_id}}
     path = bench_history_path(history_path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -169,7 +169,7 @@ def config_of(argv: Sequence[str] | None, env: Mapping[str, str], version: str |
     try:
         cmd = parse_command(list(argv))
         picked, _ = pick_version(version)
-        res = resolve(list(cmd.args), picked, env={**dict(cmd.env), **dict(env)}, entry=cmd.entry)
+        res = resolve(list(cmd.sglang_args), picked, env={**dict(cmd.env), **dict(env)}, entry=cmd.entry)
     except (SpectuiError, ValueError) as exc:
         return {**out, "verdict": "unknown", "error": str(exc)}
     keys = [*SPEC_VIEW, *(k for k in res.requested if k not in SPEC_VIEW)]

@@ -98,6 +98,7 @@ def test_baseline_relaunches_without_speculation_and_restores(tmp_path: Path, st
         assert len(lines) == 2  # both results recorded
         assert lines[0]["result"]["server"]["speculative"] is None and lines[0]["id"] == base["history_id"]
         assert lines[1]["result"]["baseline"]["source"] == "measured" and lines[1]["id"] == out["history_id"]
+        assert lines[1]["draft"] == "d" and lines[0]["draft"] is None  # which draft an accept len belongs to
 
 
 def test_interrupted_while_measuring_the_baseline_still_restores(tmp_path: Path, state: Path) -> None:

@@ -35,7 +35,7 @@ def effective_of(cmd: Any, version: str | None) -> Mapping[str, Any] | None:
     from spectui.core.launch import pick_version, resolve
 
     try:
-        res = resolve(list(cmd.args), pick_version(version)[0], env=dict(cmd.env))
+        res = resolve(list(cmd.sglang_args), pick_version(version)[0], env=dict(cmd.env))
     except ValueError:
         return None
     return res.effective
