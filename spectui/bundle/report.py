@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -22,6 +23,12 @@ from spectui.bundle.report_input import (
 )
 from spectui.errors import UsageError
 
+# The variables an issue's reader needs: what SGLang, PyTorch, CUDA/NCCL, the HF stack and torch.distributed
+# read. The rest of the host's environment (site paths, container names, CA bundles) stays in the bundle.
+RELEVANT_ENV = re.compile(
+    r"^(SGL|SGLANG|CUDA|NCCL|NVSHMEM|NVIDIA|TORCH|PYTORCH|TORCHINDUCTOR|TRITON|FLASHINFER|HF|HUGGING_?FACE|"
+    r"TRANSFORMERS|TOKENIZERS|OPENAI|OMP|MKL|GLOO|MASTER|SPECTUI_SIM)(_|$)|"
+    r"^(LD_LIBRARY_PATH|PYTHONPATH|WORLD_SIZE|RANK|LOCAL_RANK)$")
 REPORT_CAP = 60_000  # bytes; GitHub refuses issue bodies over 65,536 characters
 JSON_KEYS = ("sglang_version", "launch", "requested", "effective", "differences", "diagnoses", "decode",
              "first_error", "excerpt")
@@ -188,9 +195,12 @@ def _markdown(inp: ReportInput, lim: _Limits) -> str:
     if inp.launch and inp.launch.get("command"):
         out.append(_fence(_clip(str(inp.launch["command"]), 8 * lim.width), "sh"))
         env = inp.launch.get("env") or {}
+        relevant = [(k, v) for k, v in env.items() if RELEVANT_ENV.match(k)]
         if env:
-            shown = " ".join(f"`{k}={_clip(str(v), 80)}`" for k, v in list(env.items())[: lim.rows])
-            out.append(f"\nEnvironment: {shown}")
+            shown = " ".join(f"`{k}={_clip(str(v), 80)}`" for k, v in relevant[: lim.rows]) or "nothing SGLang reads"
+            rest = len(env) - min(len(relevant), lim.rows)
+            more = f" (+{rest} other variable{'s' if rest != 1 else ''} in the bundle)" if rest else ""
+            out.append(f"\nEnvironment: {shown}{more}")
     else:
         out.append("unknown")
     diffs = differences(inp)

@@ -66,6 +66,10 @@ def test_report_from_a_bundle(tmp_path: Path) -> None:
     md = render_report(bundle)
     assert "| SGLang | 0.5.4 |" in md and "2 × NVIDIA H100 80GB HBM3" in md
     assert "--api-key '***'" in md and "`OPENAI_API_KEY=***` `TOKENIZERS_PARALLELISM=false`" in md
+    # only what SGLang and its stack read; the host's other variables stay in the bundle
+    (env_line,) = [ln for ln in md.splitlines() if ln.startswith("Environment: ")]
+    assert env_line.endswith("`CUDA_VISIBLE_DEVICES=0` (+2 other variables in the bundle)")
+    assert "MY_SECRET_THING" not in env_line and "DBPASSWORD" not in env_line
     assert "16 → 2" in md and "SPEC003" in md
     assert "1.32× baseline" in md and "accept length: last 1.69" in md
     assert "`AssertionError` at log line 36: draft tokens mismatch" in md
