@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("targets", metavar="TARGET", nargs="*",
                         help="as for connect: local, [user@]host[:port][:/path/to/log], /path/to/log")
     parser.add_argument("--hosts", metavar="FILE", help="more targets, one a line (# comments)")
+    parser.add_argument("--log", metavar="PATH", help="one TARGET: the server's log file (default: discovered)")
+    parser.add_argument("--pid", type=int, metavar="PID", help="one TARGET: which SGLang server, when the host runs several")
+    parser.add_argument("--server-port", type=int, metavar="N", help="one TARGET: the server's HTTP port")
     parser.add_argument("--port", type=int, default=8000, metavar="P", help="HTTP port (default 8000; 0 picks one)")
     parser.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                         help="address to listen on (default 127.0.0.1: this machine only; use an SSH forward)")
@@ -92,7 +95,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from spectui.ui.multi.assemble import tab_specs
     from spectui.ui.multi.hub import HubServer
 
-    args.log = args.pid = args.server_port = args.prometheus = None
+    args.prometheus = None
     targets = connectmulti.all_targets(args)
     if not targets:
         raise UsageError("serve needs a TARGET (or --hosts FILE)")

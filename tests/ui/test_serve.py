@@ -103,6 +103,38 @@ def test_without_the_token_every_request_is_refused(served) -> None:
     assert r.status_code == 403  # a websocket opened from another site
 
 
+def test_one_of_several_servers_on_a_host_is_served_by_pid(tmp_path) -> None:
+    """As connect: --pid picks the server on a host running several; with several targets it is refused."""
+    labs = [SimLab(tmp_path / n, free_port()) for n in ("a", "b")]
+    proc = None
+    try:
+        for lab in labs:
+            lab.root.mkdir()
+        pids = [lab.start(EAGLE, log="server.log", env=SIM_FAST_ENV) for lab in labs]
+        for lab in labs:
+            wait_health(lab.port)
+        refused = subprocess.run([sys.executable, "-m", "spectui", "serve", "local", "local", "--pid", str(pids[1])],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "--pid names one server" in refused.stderr
+        proc = subprocess.Popen([sys.executable, "-m", "spectui", "serve", "local", "--pid", str(pids[1]), "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        line = proc.stdout.readline()
+        m = re.match(r"spectui serve: (http://127\.0\.0\.1:\d+/\?token=\S+)$", line.strip())
+        assert m, (line, proc.stderr.read() if proc.poll() is not None else "")
+        deadline = time.monotonic() + 20  # the serve process holds the one tail: of b's log, not a's
+        while not opened(proc.pid, str(labs[1].root / "server.log")):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        assert not opened(proc.pid, str(labs[0].root / "server.log"))
+        assert httpx.get(m[1], timeout=10).status_code == 200
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        for lab in labs:
+            lab.cleanup()
+
+
 async def test_the_cockpit_in_chromium_shows_the_accept_length_and_viewers_share_one_tail(served) -> None:
     from playwright.async_api import async_playwright
 
