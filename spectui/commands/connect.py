@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the same concurrency): the speculative panel shows ×N vs no speculation")
     parser.add_argument("--log", metavar="PATH", help="the server's log file on that host (default: discovered)")
     parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
-    parser.add_argument("--server-port", type=int, metavar="N", help="the server's HTTP port (default: discovered)")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server's HTTP port (default: discovered); on a host running several, the one on it")
     parser.add_argument("--read-only", action="store_true", help="watch only: relaunch is disabled")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X",
                         help="TARGET is an incident bundle: replay it X times faster than real time (default 1)")
@@ -111,6 +112,9 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
             server = await pick_server(host, args.pid)
         except SeveralServers as exc:
             server = _server_writing(exc.servers, log_path) if match_log else None
+            if server is None and args.server_port:  # the one listening on the given port (a fleet instance)
+                on_port = [s for s in exc.servers if s.port == args.server_port]
+                server = on_port[0] if len(on_port) == 1 else None
             if server is None and (not log_path or args.pid is not None):
                 raise
         except DiscoveryError:

@@ -114,8 +114,12 @@ async def main(args: argparse.Namespace, targets: list[tuple[str, float | None]]
     opened: list[Any] = list(sessions)
     baselines = [b if b is not None else args.baseline_tps for _, b in targets]
 
-    async def opener(target: str) -> Any:
-        session = await _session(args, target, build)
+    async def opener(target: str, server_port: int | None = None) -> Any:
+        """A fleet instance's tab: `server_port` (the instance's port) picks the server on a host running
+        several."""
+        one = copy.copy(args)
+        one.server_port = server_port
+        session = await _session(one, target, build)
         opened.append(session)
         return tab_specs([session], [args.baseline_tps])[0]
 

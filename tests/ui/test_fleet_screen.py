@@ -58,6 +58,12 @@ def test_instance_host_and_map_file() -> None:
     assert src.target_for("10.0.0.5:30000") == "root@gpu5"
     assert src.target_for("gpu7:30000", "sglang") == "admin@gpu7"
     assert src.target_for("10.0.0.6:30000") == "10.0.0.6"
+    # a loopback instance runs where Prometheus runs: this machine, or Prometheus's host
+    assert FleetSource(lambda: None, url="http://127.0.0.1:9090").target_for("127.0.0.1:30000") == "local"
+    assert FleetSource(lambda: None, url="http://localhost:9090").target_for("[::1]:30000") == "local"
+    assert FleetSource(lambda: None, url="http://prom.lab:9090").target_for("localhost:30000") == "prom.lab"
+    assert FleetSource(lambda: None, url="http://prom.lab:9090", mapping={"localhost:30000": "root@gpu1"}
+                       ).target_for("localhost:30000") == "root@gpu1"
     with pytest.raises(ValueError, match="line 1"):
         read_fleet_map("just-one-word")
 
@@ -73,8 +79,9 @@ async def test_fleet_screen_refreshes_and_enter_opens_a_tab() -> None:
 
     opened: list[str] = []
 
-    async def opener(target: str) -> TabSpec:
+    async def opener(target: str, port: int | None) -> TabSpec:
         opened.append(target)
+        assert port == 30000  # the instance's port: picks the server on a host running several
         return TabSpec(target, replay_session(target))
 
     source = FleetSource(collect, interval=0.2, mapping={"10.0.0.5:30000": "root@gpu5"}, url="http://prom:9090")

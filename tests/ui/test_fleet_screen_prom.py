@@ -1,6 +1,7 @@
 """The fleet screen against the real Prometheus of tests/fleet (three simulators, one dead target):
 `spectui connect --prometheus URL` alone opens on it, worst first; enter opens an instance as a tab through
-the same path `connect` uses (a --fleet-map entry naming the simulator's log on this host)."""
+the same path `connect` uses (a --fleet-map entry naming the simulator's log on this host; without one, the
+instance's port picks the server on a host running several)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ async def test_connect_prometheus_alone_opens_the_fleet_and_enter_opens_a_tab(fl
     source.interval = 1.0
     opened = []
 
-    async def opener(target: str):
-        one = argparse.Namespace(**{**vars(args), "target": target})
+    async def opener(target: str, server_port: int | None):
+        one = argparse.Namespace(**{**vars(args), "target": target, "server_port": server_port})
         session = await build_session(one, match_log=True)
         opened.append(session)
         from spectui.ui.multi.assemble import tab_specs
@@ -77,6 +78,24 @@ async def test_connect_prometheus_alone_opens_the_fleet_and_enter_opens_a_tab(fl
             await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
             await pilot.press("0")  # and back to the fleet
             await wait_for(lambda: isinstance(app.screen, FleetScreen), pilot)
+            # No map entry: a loopback instance of a loopback Prometheus is on this machine (`local`), which
+            # runs three simulators; the instance's port picks the one.
+            low = fleet.sims["low"]
+            await wait_for(lambda: app.screen.snapshot is not None, pilot)
+            table = app.screen.query_one(DataTable)
+            rows = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            table.move_cursor(row=rows.index(low.instance))
+            await pilot.press("enter")
+            await wait_for(lambda: len(app.tabs) == 2 and app.screen is app.tabs[1].dashboard, pilot)
+            assert app.tabs[1].session.pid == low.proc.pid
+            assert app.tabs[1].label == f"{app.tabs[0].label} ({low.instance})"  # two tabs of one host
+            await pilot.press("0")
+            await wait_for(lambda: isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None, pilot)
+            table = app.screen.query_one(DataTable)
+            table.move_cursor(row=[str(table.get_row_at(i)[0]) for i in range(table.row_count)].index(low.instance))
+            await pilot.press("enter")  # the same instance again: its tab, not a third
+            await wait_for(lambda: app.screen is app.tabs[1].dashboard, pilot)
+            assert len(app.tabs) == 2
     finally:
         for s in opened:
             await s.host.close()

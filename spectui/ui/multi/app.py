@@ -50,7 +50,8 @@ class TabbedApp(SpectuiApp):
         rules: Any = None,
         max_log_lines: int = 50_000,
         fleet: Any = None,  # ui.screens.fleet.FleetSource, or None (the `0` key then says how to get one)
-        opener: Callable[[str], Awaitable[TabSpec]] | None = None,  # ssh target -> a new tab (fleet enter)
+        # (ssh target, the instance's port) -> a new tab (fleet enter)
+        opener: Callable[[str, int | None], Awaitable[TabSpec]] | None = None,
     ) -> None:
         App.__init__(self)  # not SpectuiApp's: it builds one dashboard; here every tab builds its own
         self.clock = clock
@@ -196,9 +197,15 @@ class TabbedApp(SpectuiApp):
             self.push_screen(FleetScreen(self.fleet, self.open_instance))
 
     async def open_instance(self, target: str, instance: str) -> None:
-        """Fleet `enter`: connect to the instance over SSH in a worker, then open it as a new tab."""
+        """Fleet `enter`: connect to the instance over SSH in a worker, then open it as a new tab. A tab on
+        the same target and the instance's port (or of unknown port) is shown instead: a host may run
+        several servers, one per port."""
+        from spectui.ui.screens.fleet import instance_port
+
+        port = instance_port(instance)
         for i, tab in enumerate(self.tabs):
-            if tab.label == target:
+            same = tab.label == target or tab.label == f"{target} ({instance})"
+            if same and (port is None or tab.session.server_port in (None, port)):
                 self.show_tab(i)
                 return
         if self.opener is None:
@@ -208,9 +215,13 @@ class TabbedApp(SpectuiApp):
         self.run_worker(self._open(target, instance), group="open", exclusive=False)
 
     async def _open(self, target: str, instance: str) -> None:
+        from spectui.ui.screens.fleet import instance_port
+
         assert self.opener is not None
         try:
-            spec = await self.opener(target)
+            spec = await self.opener(target, instance_port(instance))
+            if any(t.label == spec.label for t in self.tabs):  # another server of the same host: say which
+                spec.label = f"{spec.label} ({instance})"
         except Exception as exc:  # noqa: BLE001 - one line, the cockpit stays up
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.notify(f"could not open {instance} ({target}): {first}", severity="error", timeout=15,

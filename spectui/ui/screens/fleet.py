@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.text import Text
 from textual import on, work
@@ -30,6 +31,12 @@ def instance_host(instance: str) -> str:
         return instance[1:].split("]", 1)[0]
     host, sep, port = instance.rpartition(":")
     return host if sep and port.isdigit() else instance
+
+
+def instance_port(instance: str) -> int | None:
+    """`10.0.0.5:30000` -> 30000 (SGLang serves /metrics on its HTTP port); None without a port."""
+    _host, sep, port = instance.rpartition(":")
+    return int(port) if sep and port.isdigit() and not instance.endswith("]") else None
 
 
 def read_fleet_map(text: str) -> dict[str, str]:
@@ -56,7 +63,20 @@ class FleetSource:
     url: str = ""
 
     def target_for(self, instance: str, job: str = "") -> str:
-        return self.mapping.get(f"{job}/{instance}") or self.mapping.get(instance) or instance_host(instance)
+        """The map's SSH target, else the instance's host. A loopback instance runs where Prometheus runs:
+        `local` when that is this machine (a loopback URL), else Prometheus's own host."""
+        mapped = self.mapping.get(f"{job}/{instance}") or self.mapping.get(instance)
+        if mapped:
+            return mapped
+        host = instance_host(instance)
+        if not _loopback(host):
+            return host
+        prom = urlsplit(self.url).hostname if self.url else None
+        return "local" if prom is None or _loopback(prom) else prom
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _f(x: float | None, fmt: str) -> str:
