@@ -136,13 +136,15 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
                              f"file spectui can read; pass --log PATH")
     if await host.stat(log_path) is None:
         raise UsageError(f"no log file {log_path} on {host.name}; check the path (or pass --log PATH)")
+    from spectui.sources.discover import server_api_key
     from spectui.sources.http import server_version
 
     label = host.name if target.kind != "file" else "local"
     port = args.server_port or getattr(server, "port", None)
     # What the server says it is (/server_info, through the SSH forward when remote); without a port or
     # an answer the cockpit falls back to guessing from the log.
-    version = await server_version(host, port, getattr(server, "host_addr", None) or "127.0.0.1") if port else None
+    key = server_api_key(server.argv) if server is not None else None  # SGLang's /server_info needs it then
+    version = await server_version(host, port, getattr(server, "host_addr", None) or "127.0.0.1", key) if port else None
     # A release spectui does not ship: the config panel and rules judge with the host's own SGLang flags.
     catalogue = None
     if server is not None and launch is not None and version is not None:

@@ -33,6 +33,7 @@ from spectui.errors import ProbeError, SpectuiError, UsageError
 from spectui.load import BenchConfig, BenchResult, Progress, PromptSet, run_bench
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
+from spectui.sources.discover import server_api_key
 from spectui.sources.http import ServerProbe
 
 COUNTER_ACCEPT = "spec_cumulative_num_accept_tokens"
@@ -61,6 +62,7 @@ class Server:
     version: str | None
     info: dict[str, Any]
     speculative: dict[str, Any] | None
+    api_key: str | None = None  # --api-key given, else the server's own (its command line): sent, never shown
 
 
 def bench_history_path(history_path: Path | str | None = None) -> Path:
@@ -210,7 +212,8 @@ async def reach(host: Host, plan: BenchPlan) -> tuple[Server, ServerProbe]:
     if port is None:
         raise UsageError("no server port: give --server-port N or --pid PID")
     addr = proc.host_addr if proc else "127.0.0.1"
-    probe = ServerProbe(host, port, addr, timeout=10.0, api_key=plan.config.api_key)
+    api_key = plan.config.api_key or (server_api_key(proc.argv) if proc else None)
+    probe = ServerProbe(host, port, addr, timeout=10.0, api_key=api_key)
     await probe.start()
     health = await probe.health()
     if health.status_code is None:
@@ -223,7 +226,7 @@ async def reach(host: Host, plan: BenchPlan) -> tuple[Server, ServerProbe]:
     if argv is None and isinstance(info.get("launch_command"), str):
         argv = info["launch_command"].split()
     spec = speculative_config(argv, dict(proc.env) if proc else {}, version, info)
-    return Server(proc, port, addr, version, info, spec), probe
+    return Server(proc, port, addr, version, info, spec, api_key), probe
 
 
 async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], None] | None = None,
@@ -239,7 +242,8 @@ async def measure(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progres
     """Warm up and measure one window; the contract's object without history_id (nothing recorded)."""
     server, probe = await reach(host, plan)
     try:
-        config = replace(plan.config, base_url=probe.base_url, speculative=server.speculative is not None)
+        config = replace(plan.config, base_url=probe.base_url, speculative=server.speculative is not None,
+                         api_key=server.api_key)
         if config.warmup:
             if on_phase:
                 on_phase("warmup")

@@ -150,7 +150,7 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
         try:  # the original command line itself: its flags in their own order, not appended at the end
             on_plan, on = await _relaunch(host, off.new.pid, Edits(argv=tuple(server.proc.argv)), interrupted,
                                           on_step, "restore", options)
-            algo = await _speculating(host, on_plan.port, on_plan.server.host_addr, plan.config.api_key) \
+            algo = await _speculating(host, on_plan.port, on_plan.server.host_addr, server.api_key) \
                 if on.healthy else None
             restored = {"pid": on.new.pid, "healthy": on.healthy, "speculative_algorithm": algo,
                         "launch_id": on.history_id, "message": on.message}

@@ -122,9 +122,11 @@ async def prepare(
 
 async def _server_version(host: Any, server: Any) -> str | None:
     """What the running server says it is (/server_info "version"), or None (then the newest bundled)."""
+    from spectui.sources.discover import server_api_key
     from spectui.sources.http import server_version
 
-    return None if server.port is None else await server_version(host, server.port, server.host_addr)
+    return None if server.port is None else await server_version(host, server.port, server.host_addr,
+                                                                 server_api_key(server.argv))
 
 
 @dataclass(frozen=True, slots=True)

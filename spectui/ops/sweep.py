@@ -103,6 +103,7 @@ class Sweep:
     # ---- planning ------------------------------------------------------------------------------------
 
     async def make_plan(self) -> SweepPlan:
+        from spectui.sources.discover import server_api_key
         from spectui.sources.http import server_version
 
         pid = self.opt.pid
@@ -111,7 +112,8 @@ class Sweep:
             pid = found.pid if found else None
         base = await prepare(self.host, Edits(), pid=pid)
         s = base.server
-        reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr)
+        reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr,
+                                                                    server_api_key(s.argv))
         self.plan = plan_sweep(s, self.axes, host_name=self.host.name, server_version=reported)
         self.current = _Current(s.pid, tuple(s.argv), dict(s.env), "original")
         return self.plan

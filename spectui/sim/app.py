@@ -20,7 +20,7 @@ from typing import TextIO
 from spectui.sim import faults
 from spectui.sim.dpgroup import EngineGroup, scheduler_ranks
 from spectui.sim.engine import Engine
-from spectui.sim.http import Request, serve_connection
+from spectui.sim.http import PHRASES, Request, serve_connection
 from spectui.sim.knobs import SimKnobs
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import DecodeModel, SpecConfig
@@ -269,8 +269,7 @@ class SimApp:
     def _access(self, client: str, method: str, path: str, status: int = 200) -> None:
         if not self.http_info or any(path.startswith(str(p)) for p in self.access_exclude):
             return  # --log-level-http warning / --uvicorn-access-log-exclude-prefixes (0.5.8+)
-        phrase = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable",
-                  400: "Bad Request"}.get(status, "OK")
+        phrase = PHRASES.get(status, "OK")
         self.out.access(self.fmt.access(client, method, path, status, phrase))
 
     async def _warmup(self) -> None:

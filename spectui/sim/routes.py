@@ -38,6 +38,12 @@ class Routes:
             self.table[("GET", "/metrics")] = self.metrics
 
     async def __call__(self, req: Request) -> Response:
+        key = self.s.args.get("api_key")
+        # SGLang's add_api_key_middleware: with --api-key every request but OPTIONS, /health* and /metrics*
+        # needs `Authorization: Bearer KEY`, else 401 {"error": "Unauthorized"} (before any routing).
+        if key and req.method != "OPTIONS" and not req.path.startswith(("/health", "/metrics")) \
+                and req.headers.get("authorization") != f"Bearer {key}":
+            return Response.json({"error": "Unauthorized"}, 401)
         handler = self.table.get((req.method, req.path))
         if handler is None:
             known = any(path == req.path for _, path in self.table)

@@ -179,9 +179,10 @@ async def inspect_server(host: Any, proc: Any, *, version: str | None = None,
 
     version_from = "given" if version else "newest bundled"
     if version is None and proc.port is not None:
+        from spectui.sources.discover import server_api_key
         from spectui.sources.http import server_version
 
-        version = await server_version(host, proc.port, proc.host_addr)
+        version = await server_version(host, proc.port, proc.host_addr, server_api_key(proc.argv))
         version_from = "server_info" if version else version_from
     pick = host_cat = None
     if host_flags:

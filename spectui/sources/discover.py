@@ -63,6 +63,12 @@ def program_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def server_api_key(argv: Sequence[str]) -> str | None:
+    """The server's own `--api-key` (SGLang then refuses every request but /health and /metrics without
+    `Authorization: Bearer KEY`): spectui's probes and load send it; it is masked wherever shown."""
+    return flag_value(argv, "--api-key")
+
+
 def flag_value(argv: Sequence[str], name: str) -> str | None:
     """The value of `--name V` or `--name=V` in argv (None when absent)."""
     for i, word in enumerate(argv):

@@ -113,9 +113,10 @@ class ServerProbe:
             raise ProbeError(f"{self._where()}/metrics is not Prometheus text: {str(exc)[:120]}") from None
 
 
-async def server_version(host: Host, port: int, addr: str = "127.0.0.1") -> str | None:
-    """The running server's own version (/server_info `version`), or None when it does not answer."""
-    probe = ServerProbe(host, port, addr, timeout=3.0)
+async def server_version(host: Host, port: int, addr: str = "127.0.0.1", api_key: str | None = None) -> str | None:
+    """The running server's own version (/server_info `version`), or None when it does not answer.
+    `api_key`: the server's --api-key (sources.discover.server_api_key), without which SGLang answers 401."""
+    probe = ServerProbe(host, port, addr, timeout=3.0, api_key=api_key)
     try:
         version = (await probe.server_info()).get("version")
         return str(version) if version else None
