@@ -88,7 +88,7 @@ def fleet_source(args: argparse.Namespace) -> Any:
     if not args.prometheus:
         return None
     from spectui.errors import UsageError
-    from spectui.fleet import Baselines, PrometheusClient, collect, normalize_url
+    from spectui.fleet import Baselines, PrometheusClient, collect
     from spectui.ui.screens.fleet import FleetSource, read_fleet_map
 
     mapping: dict[str, str] = {}
@@ -98,11 +98,10 @@ def fleet_source(args: argparse.Namespace) -> Any:
                 mapping = read_fleet_map(fh.read())
         except (OSError, ValueError) as exc:
             raise UsageError(f"--fleet-map {args.fleet_map}: {exc}") from exc
-    url = normalize_url(args.prometheus)
-    client = PrometheusClient(url)
+    client = PrometheusClient(args.prometheus)
     baselines = Baselines(default=args.baseline_tps)
     return FleetSource(lambda: collect(client, args.selector or None, baselines=baselines), mapping=mapping,
-                       url=url)
+                       url=client.url)  # credentials masked: the status line shows it
 
 
 async def main(args: argparse.Namespace, targets: list[tuple[str, float | None]], build: Build) -> int:

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -84,12 +84,24 @@ def _float(text: Any) -> float:
         return math.nan
 
 
+def masked_url(url: str) -> str:
+    """`http://admin:pw@prom:9090` -> `http://admin:***@prom:9090`: what is shown, printed and recorded."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
 class PrometheusClient:
-    """Instant queries and the target list of one Prometheus server."""
+    """Instant queries and the target list of one Prometheus server. Credentials in the URL
+    (`http://user:pw@prom:9090`) go to Prometheus as basic auth; `url` (every message, the JSON) masks them."""
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: Any = None) -> None:
-        self.url = normalize_url(url)
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, transport=transport,
+        real = normalize_url(url)
+        self.url = masked_url(real)
+        self._http = httpx.Client(base_url=real, timeout=timeout, transport=transport,
                                   headers={"Accept": "application/json"})
 
     def close(self) -> None:

@@ -133,6 +133,19 @@ def test_url_that_is_not_prometheus(fleet, capsys) -> None:
     assert "does not look like a Prometheus server" in one_line_error(err)
 
 
+def test_credentials_in_the_url_reach_prometheus_and_are_never_printed(fleet, capsys) -> None:
+    """`http://user:pw@prom:9090` (Prometheus behind basic auth): the query goes out with the credentials,
+    the JSON and every message show `user:***@`."""
+    authed = fleet.url.replace("http://", "http://ops:s3cret-pw@")
+    code, out, err = run_fleet(capsys, "--prometheus", authed, "--json")
+    assert code in (0, 1), err
+    assert json.loads(out)["prometheus"] == fleet.url.replace("http://", "http://ops:***@")
+    assert "s3cret-pw" not in out + err
+    down = "http://ops:s3cret-pw@127.0.0.1:9"
+    code, out, err = run_fleet(capsys, "--prometheus", down)
+    assert code == 1 and "s3cret-pw" not in out + err and "ops:***@127.0.0.1:9" in one_line_error(err)
+
+
 def test_prometheus_down(capsys) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

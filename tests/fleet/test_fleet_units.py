@@ -122,6 +122,23 @@ def test_prometheus_error_envelopes() -> None:
         collect(_client(html), "")
 
 
+def test_url_credentials_go_out_as_basic_auth_and_are_masked() -> None:
+    import base64
+
+    seen: list[str] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        return httpx.Response(401, text="Unauthorized")
+
+    client = PrometheusClient("https://ops:s3cret@prom.test:9090", transport=httpx.MockTransport(refuse))
+    assert client.url == "https://ops:***@prom.test:9090"
+    with pytest.raises(PrometheusError) as caught:
+        collect(client, 'job="a"')
+    assert seen and seen[0] == "Basic " + base64.b64encode(b"ops:s3cret").decode()
+    assert "s3cret" not in str(caught.value) and "ops:***@prom.test" in str(caught.value)
+
+
 def test_old_release_without_gen_throughput_uses_counter_rate() -> None:
     labels = {"job": "sglang", "instance": "h:1"}
 
