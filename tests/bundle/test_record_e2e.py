@@ -118,3 +118,7 @@ def test_check_file_triages_the_bundle_like_the_log(recorded) -> None:
     assert [d["rule"] for d in got["diagnoses"]] == [d["rule"] for d in direct["diagnoses"]]
     assert "SPEC003" in [d["rule"] for d in got["diagnoses"]]
     assert got["decode"]["accept_len"]["mean"] == pytest.approx(direct["decode"]["accept_len"]["mean"])
+    human = spectui("check", str(recorded["bundle"]))  # the release the rules judged with: the recorded one
+    version = json.loads(subprocess.run(["tar", "xzOf", str(recorded["bundle"]), "manifest.json"],
+                                        capture_output=True, check=True).stdout)["sglang_version"]
+    assert f"SGLang: {version} (bundle)" in human.stdout, human.stdout[:600]

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from spectui.errors import InputError
 
     bundle = None
+    given = args.sglang_version  # --sglang-version; a bundle fills it otherwise
     try:
         if is_bundle_input(args.path):  # an incident bundle: its log, launch command and SGLang version
             stream, name, bundle = open_bundle(args)
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from spectui.commands.check.view import render
 
-        render(result, name)
+        render(result, name, version=args.sglang_version, version_from="given" if given else "bundle")
     return 1 if any(_severity(d) == "error" for d in result.diagnoses) else 0
 
 

@@ -79,7 +79,10 @@ def _server_args_line(args: Any) -> Text | None:
     return text
 
 
-def render(result: CheckResult, name: str, console: Console | None = None) -> None:
+def render(result: CheckResult, name: str, console: Console | None = None, *, version: str | None = None,
+           version_from: str = "given") -> None:
+    """`version`: the release the rules judged with (--sglang-version, or the bundle's recorded one), shown
+    instead of the log's guess."""
     console = console or Console(highlight=False, soft_wrap=True)
     cur = result.current
     header = Text()
@@ -93,7 +96,8 @@ def render(result: CheckResult, name: str, console: Console | None = None) -> No
     console.print(Text(f"{result.lines} lines: {counts}"))
     phase = Text("phase: ")
     phase.append(cur.phase.value, style=_PHASE_STYLE.get(cur.phase, "cyan"))
-    phase.append(f"   launches: {cur.launch}   SGLang: {result.version_guess or 'unknown'}")
+    shown = f"{version} ({version_from})" if version else (result.version_guess or "unknown")
+    phase.append(f"   launches: {cur.launch}   SGLang: {shown}")
     console.print(phase)
     if len(result.launches) > 1:
         console.print(_launches_table(result.launches))
