@@ -179,9 +179,10 @@ def _render(snapshot: Any) -> tuple[Any, list[Any]]:
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    with_base = any(e.metrics.baseline_tps for e in snapshot.entries)  # "x base": only when a baseline is given
     for name, justify in (("instance", "left"), ("job", "left"), ("state", "left"), ("accept", "right"),
-                          ("rate", "right"), ("tok/s", "right"), ("run", "right"), ("queue", "right"),
-                          ("spec", "left"), ("diagnosis", "left")):
+                          ("rate", "right"), ("tok/s", "right"), *((("x base", "right"),) if with_base else ()),
+                          ("run", "right"), ("queue", "right"), ("spec", "left"), ("diagnosis", "left")):
         table.add_column(name, justify=justify, no_wrap=name != "diagnosis")  # type: ignore[arg-type]
     notes: list[Any] = []
     for entry in snapshot.entries:
@@ -190,8 +191,11 @@ def _render(snapshot: Any) -> tuple[Any, list[Any]]:
         accept = _num(m.accept_len, ".2f") + (f"/{m.ceiling}" if m.ceiling and m.accept_len is not None else "")
         top = entry.diagnoses[0] if entry.diagnoses else None
         style = _STYLE.get(top.severity, "") if top else ""
+        ratio = m.vs_baseline
+        base = (Text(f"{ratio:.2f}x", style="bold red" if ratio < 1 else "green") if ratio is not None else "-",) \
+            if with_base else ()
         table.add_row(m.instance, m.job, Text(state, style="bold red" if m.up is False else ""), accept,
-                      _num(m.accept_rate, ".2f"), _num(m.gen_tokens_per_s, ".1f"), _num(m.running, "d"),
+                      _num(m.accept_rate, ".2f"), _num(m.gen_tokens_per_s, ".1f"), *base, _num(m.running, "d"),
                       _num(m.queued, "d"), "yes" if m.speculative else "no",
                       Text(top.title if top else "ok", style=style))
         for d in entry.diagnoses:

@@ -84,6 +84,13 @@ class InstanceMetrics:
         return self.steps + 1 if self.steps else None
 
     @property
+    def vs_baseline(self) -> float | None:
+        """Decode tok/s over the no-speculation baseline (< 1: speculation is slower), when one is given."""
+        if not self.baseline_tps or self.gen_tokens_per_s is None:
+            return None
+        return self.gen_tokens_per_s / self.baseline_tps
+
+    @property
     def saturation(self) -> float | None:
         """(accept_len - 1) / (ceiling - 1): 0 = every draft rejected, 1 = every draft accepted."""
         if self.accept_len is None or not self.ceiling or self.ceiling <= 1:

@@ -101,6 +101,12 @@ def test_human_table_and_baseline(fleet, capsys) -> None:
     assert len(rows) == 4 and "DOWN" in rows[0]
     assert "Speculation is slower than no speculation" in out  # healthy, against an impossible baseline
     assert "Traceback" not in err
+    header = next(ln for ln in lines if ln.startswith("instance"))
+    assert "x base" in header
+    (row,) = [ln for ln in rows if ln.startswith(healthy.instance)]
+    assert "0.00x" in row.split()  # a decode speed of ~1,000 against 1,000,000
+    code, out, _ = run_fleet(capsys, "--prometheus", fleet.url, "--selector", 'job="sglang"')
+    assert "x base" not in out  # no baseline, no column
 
 
 def test_watch_is_bounded(fleet, capsys) -> None:

@@ -83,12 +83,6 @@ def _f(x: float | None, fmt: str) -> str:
     return "–" if x is None else format(x, fmt)
 
 
-def _vs_baseline(m: Any) -> float | None:
-    if not m.baseline_tps or m.gen_tokens_per_s is None:
-        return None
-    return m.gen_tokens_per_s / m.baseline_tps
-
-
 def row_cells(entry: Any) -> tuple[Text, ...]:
     m = entry.metrics
     worst = entry.worst
@@ -103,7 +97,7 @@ def row_cells(entry: Any) -> tuple[Text, ...]:
 
 
 def _ratio_cell(m: Any) -> Text:
-    r = _vs_baseline(m)
+    r = m.vs_baseline
     if r is None:
         return Text("–")
     return Text(f"{r:.2f}×", "bold red" if r < 1.0 else "green")
@@ -138,7 +132,7 @@ def detail_text(entry: Any, target: str) -> Text:
     parts = []
     if m.gen_tokens_per_s is not None:
         speed = f"{m.gen_tokens_per_s:.1f} tok/s"
-        r = _vs_baseline(m)
+        r = m.vs_baseline
         if r is not None:
             speed += f" = {r:.2f}× the {m.baseline_tps:.1f} tok/s baseline"
         parts.append(speed)
