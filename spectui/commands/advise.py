@@ -185,24 +185,20 @@ async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tup
     from spectui.sources.target import open_host
 
     host = open_host(target, args, read_only=True)
+    server = live = None
     try:
         await host.connect()
         server = await pick_server(host, args.pid)
+        live = await from_live(host, server)
     except SpectuiError as exc:
         print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)
-        await host.close()
-        return from_history(host.name), None, "every server on it: none found to match"
-    try:
-        draft = draft_path(server.argv)
-        history = from_history(host.name, server.port, draft)
-        whose = f"pid {server.pid}'s port {server.port}" + (f", draft {draft}" if draft else "")
-        try:
-            return history, await from_live(host, server), whose
-        except SpectuiError as exc:
-            print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)
-            return history, None, whose
     finally:
         await host.close()
+    if server is None:
+        return from_history(host.name), None, "every server on it: none found to match"
+    draft = draft_path(server.argv)
+    whose = f"pid {server.pid}'s port {server.port}" + (f", draft {draft}" if draft else "")
+    return from_history(host.name, server.port, draft), live, whose
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ from spectui.errors import ProbeError, SpectuiError, UsageError
 from spectui.load import BenchConfig, BenchResult, Progress, PromptSet, run_bench
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
-from spectui.sources.discover import server_api_key
+from spectui.sources.discover import flag_value, server_api_key
 from spectui.sources.http import ServerProbe
 
 COUNTER_ACCEPT = "spec_cumulative_num_accept_tokens"
@@ -106,12 +106,7 @@ def speculative_config(argv: list[str] | None, env: dict[str, str], version: str
 
 def draft_path(argv: Sequence[str]) -> str | None:
     """The command's --speculative-draft-model-path (which draft a measured accept length belongs to)."""
-    from spectui.core.launch import flag_values, parse_command
-
-    try:
-        return flag_values(parse_command(list(argv))).get("--speculative-draft-model-path") or None
-    except SpectuiError:
-        return None
+    return flag_value(argv, "--speculative-draft-model-path") or None
 
 
 def read_counters(info: dict[str, Any]) -> tuple[int, int] | None:

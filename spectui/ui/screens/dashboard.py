@@ -48,6 +48,12 @@ MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
 # file on the host (tails read by offset), so nothing is lost.
 MAX_PENDING_LINES = 20_000
 PARSE_SLICE = 500  # lines per parser call in the worker thread
+GPU_POLL_INTERVAL = 5.0
+IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
+# While the parse thread runs (~50 us a line: a quarter of a core at 5k lines/s) the event loop waits for the
+# GIL after each of its waits, up to the switch interval each time (5 ms by default), and a key's handling
+# takes several: at 1 ms, perf_ui's p95 key latency under a 5k lines/s log went from ~70-100 ms to ~50-75.
+GIL_SWITCH_S = 0.001
 
 
 def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no: int | None = None,
@@ -69,12 +75,6 @@ def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no:
         marks = kinds if first_view_no is None else batch_kinds(kinds, first_view_no, len(batch))
         update = dataclasses.replace(update, kinds=tuple(marks), new_diagnoses=tuple(fresh))
     return prepared, update
-GPU_POLL_INTERVAL = 5.0
-IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
-# While the parse thread runs (~50 us a line: a quarter of a core at 5k lines/s) the event loop waits for the
-# GIL after each of its waits, up to the switch interval each time (5 ms by default), and a key's handling
-# takes several: at 1 ms, perf_ui's p95 key latency under a 5k lines/s log went from ~70-100 ms to ~50-75.
-GIL_SWITCH_S = 0.001
 
 
 class DashboardScreen(ServerWatch, LogKeys, Screen):
