@@ -26,7 +26,18 @@ def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]  # xdis
     node.workerinput["spectui_terminal_env"] = {k: os.environ.get(k) for k in _TERMINAL_VARS}
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
+    """One line when the real-server tier (tests/real) was skipped because the kit is not built here."""
+    sys.path.insert(0, str(Path(__file__).parent / "real"))
+    from realkit import missing
+
+    why = missing()
+    if why and not os.environ.get("CI"):
+        terminalreporter.write_line(f"real-server tier (tests/real) skipped: {why}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real: runs against a real SGLang server (shared/real-sglang kit)")
     wanted = getattr(config, "workerinput", {}).get("spectui_terminal_env")  # only in an xdist worker
     for key, value in (wanted or {}).items():
         if value is None:

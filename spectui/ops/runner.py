@@ -126,7 +126,7 @@ class Runner:
             raise RelaunchError(f"port {port} on {name} is still in use after {o.port_timeout_s:g} s (listening "
                                 f"socket inode {held[0]}; `ss -ltnp 'sport = :{port}'` shows who holds it): a "
                                 "server may run there — relaunch it instead; nothing was changed")
-        if pids:
+        if pids and await procs.gpu_apps(self.host) is not None:  # a host with no GPU has nothing to wait for
             self.note(Step.WAITING_GPU, "waiting for the last server's GPU memory to be released")
             held_gpu = await procs.wait_gpu_released(self.host, pids, o.gpu_timeout_s)
             if held_gpu:
@@ -264,6 +264,8 @@ class Runner:
             if held:
                 raise StepFailed(f"port {port} still in use after {o.port_timeout_s:g} s (listening socket inode "
                               f"{held[0]}; `ss -ltnp 'sport = :{port}'` on the host shows who holds it)")
+        if await procs.gpu_apps(self.host) is None:
+            return  # no nvidia-smi: no GPU memory to wait for, and no such step to report
         self.note(Step.WAITING_GPU, "waiting for GPU memory to be released", rollback=rollback)
         held_gpu = await procs.wait_gpu_released(self.host, set(pids), o.gpu_timeout_s)
         if held_gpu:
