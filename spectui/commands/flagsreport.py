@@ -56,7 +56,11 @@ class FlagsReport:
             "sglang_version": res.version, "catalogue_version": res.catalogue_version,
             "catalogue": res.catalogue.to_json() if res.catalogue is not None else None,
             "program": " ".join(self.command.program), "env": dict(self.command.env),
-            "requested": res.requested, "outcome": res.outcome, "argparse_error": res.argparse_error,
+            "requested": res.requested, "outcome": res.outcome, "verdict": res.verdict,
+            "startup_failure": res.startup_failure,
+            "overrides": [{k: o.to_json()[k] for k in ("flag", "asked", "effective", "why", "fix")}
+                          for o in res.overrides],
+            "argparse_error": res.argparse_error,
             "error": err, "effective": self.effective_view(), "warnings": res.warnings,
             "diagnoses": [_diagnosis(n) for n in self.diagnoses()],
             "model_arch": self.model_arch, "model_arch_source": self.arch_source,
@@ -221,10 +225,17 @@ def render_human(report: FlagsReport) -> str:
         msg = f": {res.error.message}" if res.error.message else " (bare, no message)"
         lines += [f"FAILS while resolving arguments (exit 1): {res.error.type}{msg}",
                   f"  raised in {res.error.raised_at}"]
+    elif res.verdict == "startup_error":
+        lines += [f"FAILS at start-up (exit 1): {_clean(res.startup_failure or '')}",
+                  "  the arguments resolve, but the server would not come up"]
+    elif res.verdict == "overridden":
+        lines.append(f"OVERRIDDEN: SGLang starts, but changes {len(res.overrides)} value(s) you set:")
+        for o in res.overrides:
+            lines.append(f"  {_clean(o.sentence())}")
+            if o.fix:
+                lines.append(f"    to get what you asked: {_clean(o.fix)}")
     else:
-        overridden = [n for n in res.notes if n.severity == "warning"]
-        lines.append("OK: SGLang starts with these flags" + (
-            f", but changes {len(overridden)} value(s) you set" if overridden else ""))
+        lines.append("OK: SGLang starts with these flags, every value as asked")
     view = report.effective_view()
     keys = [*(k for k in SPEC_VIEW if view and k in view or k in res.requested),
             *(k for k in res.requested if k not in SPEC_VIEW and k != "model_path")]

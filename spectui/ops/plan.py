@@ -107,12 +107,16 @@ class RelaunchPlan:
 
     @property
     def needs_force(self) -> bool:
-        return self.resolution.outcome != "ok"
+        return self.resolution.verdict not in ("ok", "overridden")  # an override starts, and is shown
 
     @property
     def verdict_line(self) -> str:
         res = self.resolution
         if res.outcome == "ok":
+        if res.verdict == "overridden":  # never "ok": SGLang starts, with other values than asked
+            return self.scrub("overridden: " + "; ".join(o.sentence() for o in res.overrides))
+        if res.verdict == "startup_error":
+            return self.scrub(f"SGLang would fail at start-up: {res.startup_failure}")
             return "ok"
         if res.outcome == "argparse_error":  # argparse echoes the args it refused: secret values masked
             return self.scrub(f"SGLang would refuse to start: error: {res.argparse_error}")
@@ -181,6 +185,8 @@ class RelaunchPlan:
         out.append(f"verdict  {self.verdict_line}  [SGLang {self.version}: {self.version_note}]")
         for dest, before, after in self.effective_changes:
             out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
+        for o in self.resolution.overrides:
+            out.append(f"  fix for {o.label or o.flag}: {o.fix}" if o.fix else f"  {o.label or o.flag}: no fix known")
         for w in self.resolution.warnings:
             out.append(f"  warning: {self.scrub(w)}")
         out.append("host commands")
@@ -216,11 +222,13 @@ class RelaunchPlan:
             "sglang_version": self.version,
             "version_note": self.version_note,
             "catalogue": self.catalogue.to_json() if self.catalogue is not None else None,
-            "verdict": self.resolution.outcome,
+            "verdict": self.resolution.verdict,
             "verdict_detail": self.verdict_line,
             "warnings": [self.scrub(w) for w in self.resolution.warnings],
             "host_commands": [hostcmds.display_argv(a, self.new_env) for _, a in self.host_commands() if a],
         }
+            "overrides": [{k: o.to_json()[k] for k in ("flag", "asked", "effective", "why", "fix")}
+                          for o in self.resolution.overrides],
 
 
 def _secret_values(argv: Sequence[str]) -> list[str]:

@@ -260,7 +260,15 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     res = resolve(list(resolvable_args(cmd)), ver, env=dict(cmd.env))
     t.append("verdict ", "bold underline")
     t.append(f" (SGLang {ver}{'; ' + note if note else ''})\n", "dim")
-    if res.outcome == "ok":
+    if res.verdict == "overridden":  # never "ok": SGLang starts with other values than the ones asked
+        t.append("  ⚠ overridden: SGLang would start, but not with what you asked\n", "bold yellow")
+        for o in res.overrides:
+            t.append(f"    {o.sentence()}\n", "yellow")
+            if o.fix:
+                t.append(f"      to get what you asked: {o.fix}\n")
+    elif res.verdict == "startup_error":
+        t.append(f"  ✗ SGLang would fail at start-up: {res.startup_failure}\n", "bold red")
+    elif res.outcome == "ok":
         t.append("  ✓ SGLang would start with these flags\n", "bold green")
     elif res.outcome == "argparse_error":
         t.append(f"  ✗ SGLang would refuse to start: error: {res.argparse_error}\n", "bold red")
@@ -277,7 +285,7 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
             eff = res.effective.get(f.dest)
             req = res.requested.get(f.dest)
             mark = f" (asked {req})" if req is not None and str(req) != str(eff) else ""
-            parts.append((f"{f.label} {eff}{mark}", "bold red" if mark else ""))
+            parts.append((f"{f.label} {eff}{mark}", "bold yellow" if mark else ""))
         for i, (part, style) in enumerate(parts):
             t.append((", " if i else "") + part, style)
         t.append("\n")

@@ -152,3 +152,35 @@ def test_bad_input_is_one_line_exit_2(args: list[str], stdin: str | None, words:
     out = spectui(*args, stdin=stdin)
     assert out.returncode == 2 and out.stdout == ""
     assert words in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_seed_3_verdict_is_overridden_with_the_override_listed() -> None:
+    """#23: an override is never "ok": the verdict says `overridden` and lists what SGLang will use."""
+    code, doc = as_json("--sglang-version", "0.5.6.post2", "--", LAUNCH_3)
+    assert code == 0 and doc["outcome"] == "ok" and doc["verdict"] == "overridden"
+    assert doc["overrides"] == [{"flag": "--speculative-num-draft-tokens", "asked": 16, "effective": 2,
+                                 "why": "topk 1 makes it steps + 1 (1 + 1)",
+                                 "fix": {"set": {"--speculative-num-steps": "15"}, "unset": []}}]
+    human = spectui("--sglang-version", "0.5.6.post2", "--", LAUNCH_3).stdout
+    assert "OK: SGLang starts" not in human
+    assert "OVERRIDDEN: SGLang starts, but changes 1 value(s) you set" in human
+    assert "draft tokens: asked 16, SGLang will use 2, because topk 1 makes it steps + 1" in human
+    # Every value as asked (15/1/16): ok, no overrides.
+    code, fixed = as_json("--sglang-version", "0.5.6.post2", "--", LAUNCH_3.replace("num-steps 1", "num-steps 15"))
+    assert code == 0 and fixed["verdict"] == "ok" and fixed["overrides"] == []
+
+
+def test_exit_code_follows_a_predicted_start_up_failure() -> None:
+    """#23: NEXTN on a Llama target with no draft resolves, but the draft worker finds nothing to load: the
+    verdict is a start-up failure (exit 1, the reason printed), not "OK"."""
+    cmd = ("--model-arch", "LlamaForCausalLM", "--", "sglang", "serve", "/m", "--speculative-algorithm", "NEXTN")
+    out = spectui(*cmd)
+    assert out.returncode == 1, out.stdout
+    assert "OK: SGLang starts" not in out.stdout
+    assert "FAILS at start-up (exit 1): no --speculative-draft-model-path" in out.stdout
+    code, doc = as_json(*cmd)
+    assert code == 1 and doc["verdict"] == "startup_error" and "no draft to load" in doc["startup_failure"]
+    # A target with built-in MTP layers brings its own draft: it starts (exit 0).
+    mtp = ("--model-arch", "DeepseekV3ForCausalLM", *cmd[2:])
+    code, doc = as_json(*mtp)
+    assert code == 0 and doc["verdict"] in ("ok", "overridden") and doc["startup_failure"] is None

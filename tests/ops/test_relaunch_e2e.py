@@ -156,7 +156,9 @@ def test_a_simulator_started_with_sim_flags_is_judged_on_sglangs_flags(lab: SimL
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
-    assert plan["verdict"] == "ok", (plan["verdict"], plan["verdict_detail"])
+    # SGLang's own verdict (#23: steps 3 keeping draft tokens 16 is an override SGLang makes, never "ok")
+    assert plan["verdict"] == "overridden", (plan["verdict"], plan["verdict_detail"])
+    assert [o["flag"] for o in plan["overrides"]] == ["--speculative-num-draft-tokens"]
     assert plan["command"].endswith(f"--sim-time-scale 40 --sim-traffic 2 --port {lab.port}")
     assert alive(old_pid)
 

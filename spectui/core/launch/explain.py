@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spectui.core.launch import resolution as R
-from spectui.core.launch.notes import FlagNote
+from spectui.core.launch.notes import FlagNote, Override
 from spectui.core.versions import Version
 
 if TYPE_CHECKING:
@@ -128,6 +128,59 @@ def explain_differences(requested: Mapping[str, Any], effective: Mapping[str, An
         notes.append(FlagNote("mtp-draft-path-given", "info", "draft path given for an MTP target",
                               "SGLang notes the target already has MTP layers; the given draft is still used."))
     return notes
+
+
+_LABELS = {"speculative_num_steps": "num steps", "speculative_eagle_topk": "eagle topk",
+           "speculative_num_draft_tokens": "draft tokens", "speculative_algorithm": "algorithm",
+           "speculative_draft_model_path": "draft model", "enable_mixed_chunk": "mixed chunk",
+           "max_running_requests": "max running requests", "page_size": "page size"}
+
+
+def find_overrides(requested: Mapping[str, Any], effective: Mapping[str, Any]) -> list[Override]:
+    """Every value given on the command line that SGLang resolves to something else (an override is never
+    "ok"): what was asked, what SGLang will use, why, and the flags that get what was asked. A rename of
+    the same algorithm (NEXTN runs as EAGLE, names upper-cased) is not an override."""
+    out: list[Override] = []
+    algo = effective.get("speculative_algorithm")
+    steps, topk = effective.get("speculative_num_steps"), effective.get("speculative_eagle_topk")
+    for name, asked in requested.items():
+        if name not in effective:
+            continue
+        eff = effective[name]
+        if asked == eff or (isinstance(asked, (int, float)) and not isinstance(asked, bool)
+                            and isinstance(eff, (int, float)) and float(asked) == float(eff)):
+            continue
+        if name == "speculative_algorithm" and (str(asked).upper() == eff or
+                                                (str(asked).upper() == "NEXTN" and eff == "EAGLE")):
+            continue
+        flag = "--" + name.replace("_", "-")
+        why, fix, fix_set, fix_unset = _override_why(name, asked, eff, algo, steps, topk, effective)
+        out.append(Override(flag, name, asked, eff, why, fix, fix_set, fix_unset, _LABELS.get(name, name)))
+    return out
+
+
+def _override_why(name: str, asked: Any, eff: Any, algo: Any, steps: Any, topk: Any,
+                  effective: Mapping[str, Any]) -> tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...]]:
+    if name == "speculative_num_draft_tokens" and algo in R.EAGLE_FAMILY and topk == 1 and isinstance(asked, int):
+        want = max(asked - 1, 1)
+        return (f"topk 1 makes it steps + 1 ({steps} + 1)",
+                f"--speculative-num-steps {want} for a chain of {asked} draft tokens, or a topk > 1 for a tree",
+                (("--speculative-num-steps", str(want)),), ())
+    if name == "speculative_eagle_topk" and algo == "NGRAM":
+        return ("NGRAM sets topk to --speculative-ngram-max-bfs-breadth",
+                f"--speculative-ngram-max-bfs-breadth {asked}",
+                (("--speculative-ngram-max-bfs-breadth", str(asked)),), ("--speculative-eagle-topk",))
+    if name == "speculative_eagle_topk" and eff == 1 and (effective.get("page_size") or 1) > 1:
+        return ("this release runs no draft tree with --page-size > 1", "--page-size 1",
+                (("--page-size", "1"),), ())
+    if name in ("speculative_num_steps", "speculative_eagle_topk") and algo == "DFLASH":
+        return ("DFLASH drafts one block: steps and topk are always 1",
+                f"remove {'--' + name.replace('_', '-')} (the block size is --speculative-num-draft-tokens)",
+                (), ("--" + name.replace("_", "-"),))
+    if name == "enable_mixed_chunk" and eff is False:
+        return (f"this release runs {algo} without mixed chunked prefill", "remove --enable-mixed-chunk",
+                (), ("--enable-mixed-chunk",))
+    return ("SGLang changes it while resolving the arguments", "", (), ())
 
 
 def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ()) -> list[FlagNote]:

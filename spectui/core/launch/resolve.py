@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from spectui.core.launch import resolution as R
 from spectui.core.launch.catalogue import (
     ArgparseFailure,
     CataloguePick,
@@ -25,8 +26,8 @@ from spectui.core.launch.catalogue import (
     pick_catalogue,
 )
 from spectui.core.launch.engine import IPC_DEPRECATED, ResolutionRun, RuleRaised
-from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error
-from spectui.core.launch.notes import FlagNote
+from spectui.core.launch.explain import explain_argparse, explain_differences, explain_error, find_overrides
+from spectui.core.launch.notes import FlagNote, Override
 from spectui.core.launch.resolution import RESOLVED_APART_SINCE
 from spectui.core.launch.serverfields import to_fields
 from spectui.core.versions import Version, parse_version, v
@@ -63,6 +64,17 @@ class Resolution:
     assumptions: list[str] = field(default_factory=list)
     help_requested: bool = False  # -h/--help: SGLang prints help and exits 0
     catalogue: CataloguePick | None = None  # which flag catalogue judged the command line, and why
+    overrides: list[Override] = field(default_factory=list)  # asked values SGLang replaces (ok only)
+    startup_failure: str | None = None  # resolves, but start-up is predicted to fail later: why
+
+    @property
+    def verdict(self) -> Literal["ok", "overridden", "startup_error", "error", "argparse_error"]:
+        """One word for every screen: `ok` only when SGLang starts with every value as asked."""
+        if self.outcome != "ok":
+            return self.outcome
+        if self.startup_failure:
+            return "startup_error"
+        return "overridden" if self.overrides else "ok"
 
 
 def prog_for(version: Version, entry: str = "launch_server") -> str:
@@ -139,8 +151,15 @@ def resolve(args: Sequence[str], version: str, *, model_arch: str | None = None,
         warnings.append(IPC_DEPRECATED)
     server_args = raw if ver >= RESOLVED_APART_SINCE else dict(st)
     notes.extend(explain_differences(requested, st, warnings, ver))
+    later = next((a for a in assumptions if a in _startup_failures(model_arch)), None)
     return Resolution(outcome="ok", argparse_error=None, error=None, requested=requested, effective=st,
-                      warnings=warnings, server_args=server_args, notes=notes, **base)
+                      warnings=warnings, server_args=server_args, notes=notes,
+                      overrides=find_overrides(requested, st), startup_failure=later, **base)
+
+
+def _startup_failures(model_arch: str | None) -> tuple[str, ...]:
+    """The resolver's assumptions that predict a failure after resolution (the draft worker finds no draft)."""
+    return (R.NO_DRAFT_NOT_MTP.format(arch=model_arch),) if model_arch else ()
 
 
 def _serve_model_path_missing(argv: Sequence[str], ver: Version, assumptions: list[str]) -> str | None:

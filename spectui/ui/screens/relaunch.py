@@ -194,7 +194,9 @@ class RelaunchScreen(ModalScreen[None]):
         self.query_one("#prediction", Prediction).show_for(self.original, self.version, self.evaluation,
                                                            self.cockpit)
         go = self.query_one("#go", Button)
-        go.label = "Confirm: stop and relaunch" if self.armed else "Relaunch"
+        overridden = getattr(self.evaluation.resolution, "verdict", "") == "overridden"
+        go.label = (("Confirm (SGLang overrides values): stop and relaunch" if overridden else
+                     "Confirm: stop and relaunch") if self.armed else "Relaunch")
         blocked = self.session.read_only or self.original is None or self.running
         go.disabled = blocked or not self.evaluation.launchable
 
@@ -225,8 +227,10 @@ class RelaunchScreen(ModalScreen[None]):
             group = getattr(self.session, "group", None)
             what = (f"every node of the {group.kind} group ({group.describe()})" if group is not None
                     else f"pid {self.session.pid}")
-            self.notify(f"press Relaunch again to stop {what} and start the edited command", severity="warning",
-                        markup=False)
+            res = getattr(self.evaluation, "resolution", None)
+            overridden = "".join(f"; SGLang overrides {o.sentence()}" for o in getattr(res, "overrides", ()))
+            self.notify(f"press Relaunch again to stop {what} and start the edited command{overridden}",
+                        severity="warning", markup=False)
             return
         # Set before the worker starts, in this same call: a second confirmation (a key repeat, a click
         # and ctrl+s) finds it set and starts nothing.
