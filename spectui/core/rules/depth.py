@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spectui.core.specdec import ceiling, depth_advice, expected_accept_len
+from spectui.core.specdec.theory import chain_depth
 
 # Typical per-position acceptance (a1, decay r) of a draft trained for its target, on chat traffic: EAGLE3
 # chains reach ~2.9 at 3 steps, ~3.4 at 5 (SPECDEC §2.3 SpecBundle sweeps, Llama-3.1-8B 2.5-3.2 at 3/1/4);
@@ -25,6 +26,8 @@ def depth_metrics(agg: Mapping[str, Any], algorithm: Any, steps: Any, topk: Any,
                   running: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     accept = agg.get("accept_len")
+    if str(algorithm or "").upper() == "NGRAM":  # NGRAM's depth is its draft tokens - 1 (specdec.chain_depth)
+        steps, topk = chain_depth(algorithm, steps, draft_tokens), 1
     if accept is None or not isinstance(steps, int) or steps < 1:
         return out
     top = topk if isinstance(topk, int) and topk > 0 else 1
@@ -35,6 +38,8 @@ def depth_metrics(agg: Mapping[str, Any], algorithm: Any, steps: Any, topk: Any,
     typical = TYPICAL.get(str(algorithm).upper()) if algorithm else None
     if typical is not None:
         out["accept_len_expected"] = expected_accept_len(typical[0], typical[1], cap - 1)
+    if str(algorithm or "").upper() == "NGRAM":
+        return out  # the advisor's depth model is a trained draft's (num steps): no verdict for n-gram drafts
     try:
         verdict = depth_advice(steps, min(max(accept, 1.0), float(cap)), running=running, intervals=False)
     except Exception:  # the advisor refuses odd inputs; the other figures still hold

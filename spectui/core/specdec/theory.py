@@ -43,6 +43,17 @@ def alpha_from_accept_len(accept_len: float, k: int, iters: int = 60) -> float:
     return (lo + hi) / 2
 
 
+def chain_depth(algorithm: object, num_steps: object, draft_tokens: object) -> int | None:
+    """Drafted positions per verify round along one chain, as SGLang runs the algorithm: NGRAM verifies
+    `speculative_num_draft_tokens` tokens (ndt - 1 drafted from the n-gram trie, plus the bonus; its log's
+    accept rate is (accept len - 1) / (ndt - 1)), whatever `speculative_num_steps` says; the EAGLE family,
+    MTP and standalone drafts run `speculative_num_steps` draft forwards. None when the config cannot say."""
+    algo = str(algorithm or "").upper()
+    if algo in ("NGRAM", "LOOKAHEAD"):
+        return draft_tokens - 1 if isinstance(draft_tokens, int) and draft_tokens >= 2 else None
+    return num_steps if isinstance(num_steps, int) and num_steps >= 1 else None
+
+
 def accept_len_ceiling(num_steps: int) -> int:
     """The most a verify round can commit: every drafted token plus the bonus token."""
     return num_steps + 1

@@ -56,23 +56,26 @@ class SpecPanel(Widget):
             t.append(f"algorithm {algo or '?'} · steps {steps or '?'} · draft tokens {ndt or '?'}", "dim")
             return t
         al = s.accept_len
-        ceiling = specmath.accept_len_ceiling(steps) if steps else None
+        ngram = str(algo or "").upper() == "NGRAM"
+        depth = specmath.chain_depth(algo, steps, ndt)  # NGRAM: draft tokens - 1, whatever steps says
+        ceiling = specmath.accept_len_ceiling(depth) if depth else None
         t.append("accept len ", "bold")
         t.append(_f(al.last), self._accept_style(al.last, ceiling))
         if ceiling is not None:
             t.append(f"  ceiling {ceiling}", "bold")
-            t.append(f" (steps {steps}+1)", "dim")
+            t.append(f" (draft tokens {ndt})" if ngram else f" (steps {steps}+1)", "dim")
         t.append(f"\n  mean {_f(al.mean)}  p10–p90 {_f(al.p10)}–{_f(al.p90)}  n={s.samples}\n")
-        if al.mean is not None and steps:
-            alpha = specmath.alpha_from_accept_len(al.mean, steps)
+        if al.mean is not None and depth:
+            alpha = specmath.alpha_from_accept_len(al.mean, depth)
             t.append(f"α≈{alpha:.2f}", "bold")
             t.append("/draft")
-            t.append(f"  drafts used {specmath.saturation(al.mean, steps):.0%}")
+            t.append(f"  drafts used {specmath.saturation(al.mean, depth):.0%}")
             rate = specmath.draft_acceptance_rate(al.mean, ndt) if ndt and ndt >= 2 else None
-            if rate is not None and ndt != steps + 1:  # a tree: (L−1)/(ndt−1) differs from drafts used
+            if rate is not None and ndt != depth + 1:  # a tree: (L−1)/(ndt−1) differs from drafts used
                 t.append(f"  (L−1)/(ndt−1) {rate:.2f}")
         else:
-            t.append("acceptance: needs num steps from the config", "dim")
+            t.append("acceptance: needs draft tokens from the config" if ngram
+                     else "acceptance: needs num steps from the config", "dim")
         printed = getattr(s, "accept_rate", None)
         if printed is not None and printed.last is not None:
             t.append(f"  log rate {printed.last:.2f}", "dim")
