@@ -95,8 +95,11 @@ class DecodeWindow:
         self.start_seen = False  # the launch's start-up was in view: its first samples are warm-up
 
     def add(self, s: DecodeSample) -> None:
+        # Only a CUDA graph counts for graph_off_fraction: on the CPU device the line says `cpu graph:
+        # False` on every healthy server (the CPU backend captures no graphs unless asked), which is no symptom.
+        graph = None if "cpu graph" in s.fields else s.graph
         self._samples.append((self.count, s.line, s.accept_len, s.accept_rate, s.gen_tokens_per_s,
-                              s.running_req, s.queue_req, s.graph, s.ctx.dp_rank))
+                              s.running_req, s.queue_req, graph, s.ctx.dp_rank))
         self.count += 1
         if s.accept_len is not None:
             self.spec_seen = True
