@@ -37,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"{PROG}: {' '.join(str(message).split())}", file=sys.stderr)
+    from spectui.core.text import terminal_safe
+
+    # Prometheus's own error text (and the labels in it) is data: one clean line.
+    print(f"{PROG}: {terminal_safe(' '.join(str(message).split()))}", file=sys.stderr)
     return code
 
 
@@ -95,9 +98,9 @@ def _snapshot(args: argparse.Namespace, client: Any, baselines: Any) -> Any:
 
 def _emit(args: argparse.Namespace, snapshot: Any) -> None:
     if args.json:
-        import json
+        from spectui.core.text import json_text
 
-        sys.stdout.write(json.dumps(snapshot.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(snapshot.to_json()) + "\n")  # no raw C1/bidi from a label reaches a pipe
         sys.stdout.flush()
     else:
         console = _console()
@@ -168,6 +171,17 @@ def _console() -> Any:
     return Console(highlight=False, width=wide)
 
 
+def _data(value: object, limit: int | None = None, style: str = "") -> Any:
+    """A value from Prometheus (a label, an error) as a table cell or note: plain text through the one
+    cleaner (core.text), never markup; rich's Text is never parsed for [tags]."""
+    from rich.text import Text
+
+    from spectui.core.text import terminal_safe, terminal_safe_short
+
+    text = str(value)
+    return Text(terminal_safe_short(text, limit) if limit else terminal_safe(text), style=style)
+
+
 def _num(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
@@ -194,14 +208,15 @@ def _render(snapshot: Any) -> tuple[Any, list[Any]]:
         ratio = m.vs_baseline
         base = (Text(f"{ratio:.2f}x", style="bold red" if ratio < 1 else "green") if ratio is not None else "-",) \
             if with_base else ()
-        table.add_row(m.instance, m.job, Text(state, style="bold red" if m.up is False else ""), accept,
+        table.add_row(_data(m.instance, 80), _data(m.job, 60), Text(state, style="bold red" if m.up is False else ""),
+                      accept,
                       _num(m.accept_rate, ".2f"), _num(m.gen_tokens_per_s, ".1f"), *base, _num(m.running, "d"),
                       _num(m.queued, "d"), "yes" if m.speculative else "no",
-                      Text(top.title if top else "ok", style=style))
+                      _data(top.title if top else "ok", 120, style))
         for d in entry.diagnoses:
-            notes.append(Text(f"{d.severity}: {d.message}", style=_STYLE.get(d.severity, "")))
+            notes.append(_data(f"{d.severity}: {d.message}", None, _STYLE.get(d.severity, "")))
     sel = f" {{{snapshot.selector}}}" if snapshot.selector else ""
     stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.taken_at))
-    header = Text(f"{len(snapshot.entries)} SGLang instance(s) at {snapshot.prometheus}{sel}, worst first, {stamp}",
-                  style="bold")
+    header = _data(f"{len(snapshot.entries)} SGLang instance(s) at {snapshot.prometheus}{sel}, worst first, {stamp}",
+                   None, "bold")
     return Group(header, table), ([Text("")] + notes if notes else [])

@@ -6,13 +6,18 @@ as text: escape sequences are removed (never interpreted) — CSI, OSC, DCS/SOS/
 isolates and the BOM are dropped, tabs are expanded and an over-long line is cut with a note of what was
 not shown. The original stays in the log file; this is the display copy.
 
+`json_text` is the JSON side of the same rule: every string stays whole (JSON is lossless), but no raw
+escape, C1 control, bidi mark or lone surrogate reaches a pipe or a terminal: they are written \\uXXXX.
+
 `strip_escapes` is the first half alone (the parser uses it so that a coloured or hyperlinked line reads
 like a plain one: an OSC hyperlink on an exception line must not split a traceback in two).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 DISPLAY_CAP = 2000  # characters kept for display; the rest is summarised in a suffix
 
@@ -31,9 +36,17 @@ _ESCAPES = re.compile(
     "|[\x90\x98\x9e\x9f][^\x1b\x9c]*(?:\x1b\\\\|\x9c)?"
 )
 _HAS_ESCAPE = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
-# C0 controls (tab handled apart), DEL, C1 controls, bidi embedding/override/isolate marks, and the
-# BOM / zero-width no-break space: each changes what *other* text looks like.
-_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# C0 controls (tab handled apart), DEL, C1 controls, bidi marks (LRM, RLM, ALM) and embedding/override/
+# isolate controls, line/paragraph separators, zero-width and invisible operators, interlinear annotation
+# marks, the BOM / zero-width no-break space, and lone surrogates (undecodable bytes kept by
+# surrogateescape, which no terminal can print): each changes what *other* text looks like, or crashes
+# the writer.
+_UNSAFE = ("\x7f-\x9f\u061c\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069"
+           "\ufeff\ufff9-\ufffb\ud800-\udfff")
+_CONTROLS = re.compile(f"[\x00-\x08\x0a-\x1f{_UNSAFE}]")
+# Inside a JSON text such characters can only stand in strings (JSON's own whitespace is ASCII), and
+# json.dumps already escapes C0: what is left is escaped as \uXXXX, which loses nothing.
+_JSON_UNSAFE = re.compile(f"[{_UNSAFE}]")
 
 
 def strip_escapes(text: str) -> str:
@@ -60,3 +73,11 @@ def terminal_safe_short(text: str, limit: int) -> str:
     """`terminal_safe` for a table cell: one line of at most `limit` characters, cut with an ellipsis."""
     safe = terminal_safe(text, None)
     return safe if len(safe) <= limit else safe[: limit - 1] + "…"
+
+
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False, **kwargs)` made safe for a terminal: DEL, C1 controls (U+009B
+    is CSI), bidi and invisible marks and lone surrogates are escaped as \\uXXXX (C0 and ESC json.dumps
+    escapes itself). `json.loads` gives back exactly `obj`."""
+    text = json.dumps(obj, ensure_ascii=False, **kwargs)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
