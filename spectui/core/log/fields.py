@@ -64,9 +64,11 @@ def graph_field(fields: dict[str, str]) -> tuple[str | None, bool | None]:
 
 
 def make_decode(n: int, ctx: LineContext, m: re.Match[str]) -> DecodeSample:
-    fields = split_fields(m.group("body"))
+    return _decode(n, ctx, split_fields(m.group("body")), m.group("iter"))
+
+
+def _decode(n: int, ctx: LineContext, fields: dict[str, str], it: str | None) -> DecodeSample:
     _, graph = graph_field(fields)
-    it = m.group("iter")
     return DecodeSample(
         line=n,
         ctx=ctx,
@@ -81,6 +83,29 @@ def make_decode(n: int, ctx: LineContext, m: re.Match[str]) -> DecodeSample:
         iteration=int(it) if it else None,
         fields=fields,
     )
+
+
+_FRAGMENT_KEYS = ("accept len", "gen throughput (token/s)")
+_FRAGMENT_VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?%?|True|False")
+
+
+def make_decode_fragment(n: int, ctx: LineContext, msg: str) -> DecodeSample | None:
+    """A decode line pasted without its `Decode batch` start ("accept len: 1.00, accept rate: 0.00, ..."):
+    a DecodeSample when the whole line is `key: number` pairs (two or more) and one key is a decode-only
+    one (accept len, gen throughput), else None."""
+    text = msg.strip().rstrip(",")
+    parts = text.split(", ")
+    if len(parts) < 2:
+        return None
+    fields: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = part.partition(": ")
+        if not sep or not _FRAGMENT_VALUE_RE.fullmatch(value.strip()) or len(key) > 40:
+            return None
+        fields[key.strip()] = value.strip()
+    if not any(k in fields for k in _FRAGMENT_KEYS):
+        return None
+    return _decode(n, ctx, fields, None)
 
 
 def make_prefill(n: int, ctx: LineContext, m: re.Match[str]) -> PrefillSample:

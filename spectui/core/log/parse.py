@@ -13,7 +13,14 @@ from typing import Any
 
 from spectui.core.log import texts as logtexts
 from spectui.core.log.bulk import BulkRun, close_run, feed_region
-from spectui.core.log.fields import BATCH_RE, MILESTONE_HINTS, make_decode, make_milestone, make_prefill
+from spectui.core.log.fields import (
+    BATCH_RE,
+    MILESTONE_HINTS,
+    make_decode,
+    make_decode_fragment,
+    make_milestone,
+    make_prefill,
+)
 from spectui.core.log.prefix import split_prefix, strip_ansi
 from spectui.core.log.records import (
     ErrorEvent,
@@ -230,7 +237,7 @@ class LogParser:
                 self.counts[RecordKind.OTHER] += 1
                 return
             self._close_pending(out)
-        self._classify(n, p.ctx, msg, p.prefixed, p.level, colored, out)
+        self._classify(n, p.ctx, msg, p.prefixed, p.level, colored, out, p.indent)
 
     def _starts_something(self, msg: str, colored: bool) -> bool:
         """An un-prefixed line that is its own record even inside a traceback."""
@@ -244,7 +251,7 @@ class LogParser:
 
     def _classify(
         self, n: int, ctx: LineContext, msg: str, prefixed: bool, level: str | None, colored: bool,
-        out: list[Record],
+        out: list[Record], indent: int = 0,
     ) -> None:
         hints = self.version_hints
         if " batch" in msg:
@@ -256,6 +263,11 @@ class LogParser:
                 else:
                     self._emit(make_prefill(n, ctx, m), RecordKind.PREFILL, out)
                 return
+        if "accept len: " in msg or "gen throughput (token/s): " in msg:
+            sample = make_decode_fragment(n, ctx, msg)  # a decode line pasted without "Decode batch"
+            if sample is not None:
+                self._emit(sample, RecordKind.DECODE, out)
+                return
         if msg.endswith(_ACCESS_OK):
             # a successful HTTP request (uvicorn access line); the bulk reader counts these as other too
             self.counts[RecordKind.OTHER] += 1
@@ -263,7 +275,8 @@ class LogParser:
                 out.append(OtherLine(n, ctx, msg))
             return
         if "Traceback (most recent call last)" in msg:
-            pend = PendingEvent(line=n, ctx=ctx, headline=msg)
+            pend = PendingEvent(line=n, ctx=ctx, headline=msg.strip() if not prefixed else msg)
+            pend.base_indent = indent if prefixed else len(msg) - len(msg.lstrip())
             pend.headline_exception()
             self._label_from_one_liners(pend, msg)
             self._pending = pend
@@ -271,14 +284,26 @@ class LogParser:
         if not prefixed:
             if FRAME_RE.match(msg):  # a traceback whose start was cut off
                 pend = PendingEvent(line=n, ctx=ctx, headline=msg)
+                pend.base_indent = max(0, len(msg) - len(msg.lstrip()) - 2)
                 pend.consume(msg)
                 self._pending = pend
                 return
-            if msg[:1].isalpha() and EXC_RE.match(msg):
+            first = msg[:1]
+            if first.isalpha() and EXC_RE.match(msg):
                 pend = PendingEvent(line=n, ctx=ctx, headline=msg)
                 pend.consume(msg)
                 self._emit(pend.close(), RecordKind.ERROR, out)
                 return
+            if first in (" ", "\t") and ": " in msg:
+                # An exception line indented by the paste ("    RuntimeError: CUDA error: ..."): its
+                # message is required, a bare indented word is too weak.
+                body = msg.lstrip()
+                if len(msg) - len(body) <= 8 and body[:1].isalpha() and EXC_RE.match(body):
+                    pend = PendingEvent(line=n, ctx=ctx, headline=body)
+                    pend.consume(body)
+                    if pend.exc_msg:
+                        self._emit(pend.close(), RecordKind.ERROR, out)
+                        return
         if ": error: " in msg:
             m = _ARGPARSE_RE.match(msg)
             if m is not None:

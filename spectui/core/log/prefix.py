@@ -16,12 +16,19 @@ from spectui.core.text import strip_escapes
 # Wrappers put in front of SGLang's own prefix by whatever collected the log; stripped first.
 # Ray: "(SchedulerActor pid=123, ip=10.0.0.1) "; docker compose: "llm0-1  | "; k8s / log collectors:
 # "[2025-02-27T16:30:43.48675097Z] " or "2025-02-27T16:30:43.486Z ".
+# CRI (containerd / CRI-O node logs): "2025-01-01T00:00:00.000000000Z stderr F "; kubectl logs --prefix:
+# "[pod/sglang-0/server] "; journald / syslog: "Jan 01 00:00:00 host python[123]: " (also after an RFC3339
+# timestamp: "2025-01-01T00:00:00+00:00 host python3[123]: ").
 _CONTAINER_RE = re.compile(
     r"^(?:\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) "
     r"|[\w.\-]+-\d+\s+\| "
     r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\] "
-    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) )"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
+    r"(?:[\w.\-]+ [\w.\-/]+\[\d+\]: )?"
+    r"|\[(?:pod|deployment|statefulset|job|daemonset|replicaset)/[^\]\s]+\] "
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+\[\d+\]: )"
 )
+_MONTHS = frozenset(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
 
 _TAG = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+"
 # SGLang's formatter: "[2025-12-03 10:00:05 DP1 TP4 EP4] msg"; 2024: "[23:17:01 TP7] msg"; ms with SGLANG_LOG_MS.
@@ -60,6 +67,7 @@ class Prefixed:
     prefixed: bool  # the line carried a logger prefix (so it is not a traceback continuation)
     level: str | None  # "INFO", "WARNING", "ERROR", … when printed
     style: str  # "sglang", "sglang_time_only", "gpu_id", "pylog", "vllm", "glog", "torch_rank", "uvicorn", "" (none)
+    indent: int = 0  # leading blanks before the prefix (a paste indented as a whole)
 
 
 def strip_ansi(line: str) -> str:
@@ -106,9 +114,17 @@ def _ts(m: re.Match[str]) -> str:
 
 def split_prefix(line: str) -> Prefixed:
     """Split one line (ANSI already stripped) into context and message."""
-    if line[:1] in ("(", "[") or (line[:1].isalnum() and "|" in line[:64]) or line[:4].isdigit():
+    if (line[:1] in ("(", "[") or (line[:1].isalnum() and "|" in line[:64]) or line[:4].isdigit()
+            or line[:3] in _MONTHS):
         line = strip_container(line)
     first = line[:1]
+    if first in (" ", "\t"):
+        # A paste indented as a whole: a logger prefix after the indentation is still a prefix.
+        body = line.lstrip(" \t")
+        if body[:1] in ("[", "(") or body[:4].isdigit() or body[:3] in _MONTHS:
+            inner = split_prefix(body)
+            if inner.prefixed:
+                return Prefixed(inner.ctx, inner.msg, True, inner.level, inner.style, len(line) - len(body))
     if first == "[":
         m = _SGLANG_RE.match(line)
         if m is not None:

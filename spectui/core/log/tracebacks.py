@@ -40,6 +40,9 @@ class PendingEvent:
     exc_msg: str = ""
     after_exc: int = 0
     last_was_frame: bool = False
+    # The traceback's own indentation (a paste indented as a whole): lines indented this much or less are
+    # the header, the exception line and "During handling ..."; frames and source lines sit deeper.
+    base_indent: int = 0
 
     def __post_init__(self) -> None:
         self.end_line = self.line
@@ -50,7 +53,7 @@ class PendingEvent:
         if self.held:
             return msg.lstrip().startswith("Traceback")
         if self.exc_type is not None and self.after_exc >= MAX_LINES_AFTER_EXC:
-            return bool(FRAME_RE.match(msg)) or msg.startswith(("Traceback", "During handling", "The above"))
+            return bool(FRAME_RE.match(msg)) or msg.lstrip().startswith(("Traceback", "During handling", "The above"))
         return True
 
     def add(self, n: int, msg: str) -> None:
@@ -70,15 +73,20 @@ class PendingEvent:
                 self.frames.append(Frame(m.group("file"), int(m.group("lineno")), m.group("func").strip()))
             self.last_was_frame = True
             return
-        if self.last_was_frame and msg[:1].isspace() and not _MARKER_RE.match(msg):
-            if self.frames:
-                last = self.frames[-1]
-                self.frames[-1] = Frame(last.file, last.lineno, last.func, msg.strip())
-            self.last_was_frame = False
-            return
+        body = msg
+        if msg[:1].isspace():
+            body = msg.lstrip()
+            if len(msg) - len(body) > self.base_indent:  # deeper than the traceback itself
+                if self.last_was_frame and not _MARKER_RE.match(msg):
+                    if self.frames:
+                        last = self.frames[-1]
+                        self.frames[-1] = Frame(last.file, last.lineno, last.func, msg.strip())
+                    self.last_was_frame = False
+                    return
+                body = ""
         self.last_was_frame = False
-        if not msg[:1].isspace():
-            m = EXC_RE.match(msg)
+        if body:
+            m = EXC_RE.match(body)
             if m is not None:
                 self.exc_type = m.group("type")
                 self.exc_msg = (m.group("msg") or "").strip()
