@@ -15,7 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the server runs: local or [user@]host[:port] (`…:/path/to/log` picks the server "
                              "writing that log). Several TARGETs: every node of one multi-node (--nnodes) or PD "
                              "server, relaunched together (all stopped, then all started, node rank 0 first)")
-    parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
+    parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several); a pid that is "
+                        "gone: that server is started again from its last known launch (history, log)")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server listening on port N (when the host runs several)")
     parser.add_argument("--set", dest="sets", metavar="FLAG=VALUE", action="append", default=[],
                         help="set a flag, written without dashes: --set speculative-num-steps=15 (repeatable)")
     parser.add_argument("--unset", dest="unsets", metavar="FLAG", action="append", default=[],
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from spectui.commands.relaunchgate import gate, options, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
-    from spectui.ops.relaunch import execute, prepare
+    from spectui.ops.relaunch import execute, prepare_any
     from spectui.sources.target import open_host
 
     if len(args.targets) > 1:
@@ -71,9 +74,11 @@ async def _run(args: argparse.Namespace) -> int:
     if target.kind == "ssh":
         await host.connect()
     try:
-        plan = await prepare(host, edits, pid=args.pid, log=target.path)
+        plan = await prepare_any(host, edits, pid=args.pid, log=target.path, port=args.server_port)
         dry = {**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None}
-        stop = gate(args, plan, own_pgids(host), dry, f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
+        question = ("No server runs: start the last known command? [y/N] " if plan.from_known
+                    else f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
+        stop = gate(args, plan, own_pgids(host), dry, question)
         if stop is not None:
             return stop
         result = await execute(host, plan, options(args), on_progress=printer(sys.stderr))

@@ -100,6 +100,8 @@ class LaunchRecord(BaseModel):
     ended: str | None = None
     group: str | None = None  # one id for every node of a multi-node / PD group relaunched together
     node: str | None = None  # that node's role in the group ("node 1/2", "prefill")
+    cwd: str | None = None  # the new server's working directory (to start it again once it is gone)
+    env: dict[str, str] = {}  # its launch-steering variables (SGLANG_*, CUDA_* …), secret values masked
 
     def changes_summary(self) -> str:
         """Flag and environment changes in one line ("–" when it was a plain restart)."""
@@ -107,6 +109,17 @@ class LaunchRecord(BaseModel):
         parts += [f"env {e.name} {e.old if e.old is not None else '∅'}→{e.new if e.new is not None else '∅'}"
                   for e in self.env_diff]
         return ", ".join(parts) or "–"
+
+
+LAUNCH_ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "CUDA_", "SPECTUI_SIM_", "HF_", "TORCH_", "PYTORCH_",
+                       "TRITON_", "FLASHINFER_")
+
+
+def launch_env_record(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of a server's environment history keeps (those that steer SGLang), secrets masked."""
+    from spectui.core.secrets import redact_env
+
+    return redact_env({k: v for k, v in env.items() if k.startswith(LAUNCH_ENV_PREFIXES)})
 
 
 def now_iso() -> str:

@@ -104,6 +104,7 @@ class RelaunchPlan:
     env_changes: tuple[EnvChange, ...] = ()
     catalogue: CataloguePick | None = None  # which flag catalogue judged the command (host's own / bundled)
     from_known: bool = False  # no server runs: `server` is the last one (gone), started again without a stop
+    known_note: str = ""  # from_known: where the command is known from and how much of its environment
 
     @property
     def needs_force(self) -> bool:
@@ -112,11 +113,11 @@ class RelaunchPlan:
     @property
     def verdict_line(self) -> str:
         res = self.resolution
-        if res.outcome == "ok":
         if res.verdict == "overridden":  # never "ok": SGLang starts, with other values than asked
             return self.scrub("overridden: " + "; ".join(o.sentence() for o in res.overrides))
         if res.verdict == "startup_error":
             return self.scrub(f"SGLang would fail at start-up: {res.startup_failure}")
+        if res.outcome == "ok":
             return "ok"
         if res.outcome == "argparse_error":  # argparse echoes the args it refused: secret values masked
             return self.scrub(f"SGLang would refuse to start: error: {res.argparse_error}")
@@ -172,6 +173,7 @@ class RelaunchPlan:
                  if self.from_known else f"pid {s.pid} (process group {s.pgid}) on {self.host_name}")
         out = [
             f"server   {where}, port {s.port}, cwd {s.cwd}",
+            *([f"known    {self.known_note}"] if self.from_known and self.known_note else []),
             f"log      {s.log_path or '(unknown)'}  ->  {self.log_path} (new file)",
             f"command  {hostcmds.display_argv(self.new.argv)}",
             "changes" if self.changes or self.env_changes else "changes  none (a plain restart)",
@@ -183,10 +185,10 @@ class RelaunchPlan:
         for name, before, after in rows:
             out.append(f"  {name:<{width}}  {before} -> {after}")
         out.append(f"verdict  {self.verdict_line}  [SGLang {self.version}: {self.version_note}]")
-        for dest, before, after in self.effective_changes:
-            out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
         for o in self.resolution.overrides:
             out.append(f"  fix for {o.label or o.flag}: {o.fix}" if o.fix else f"  {o.label or o.flag}: no fix known")
+        for dest, before, after in self.effective_changes:
+            out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
         for w in self.resolution.warnings:
             out.append(f"  warning: {self.scrub(w)}")
         out.append("host commands")
@@ -213,6 +215,7 @@ class RelaunchPlan:
             "host": self.host_name,
             "old_pid": self.server.pid,
             "from_known": self.from_known,
+            "known_note": self.known_note,
             "old_command": hostcmds.display_argv(self.old.argv),
             "command": hostcmds.display_argv(self.new.argv),
             "log": self.log_path,
@@ -224,11 +227,11 @@ class RelaunchPlan:
             "catalogue": self.catalogue.to_json() if self.catalogue is not None else None,
             "verdict": self.resolution.verdict,
             "verdict_detail": self.verdict_line,
+            "overrides": [{k: o.to_json()[k] for k in ("flag", "asked", "effective", "why", "fix")}
+                          for o in self.resolution.overrides],
             "warnings": [self.scrub(w) for w in self.resolution.warnings],
             "host_commands": [hostcmds.display_argv(a, self.new_env) for _, a in self.host_commands() if a],
         }
-            "overrides": [{k: o.to_json()[k] for k in ("flag", "asked", "effective", "why", "fix")}
-                          for o in self.resolution.overrides],
 
 
 def _secret_values(argv: Sequence[str]) -> list[str]:

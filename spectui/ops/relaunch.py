@@ -22,22 +22,29 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spectui.errors import RelaunchError
-from spectui.ops.history import HistoryStore, LaunchRecord, masked_diff, masked_env_diff, now_iso
+from spectui.ops.history import (
+    HistoryStore,
+    LaunchRecord,
+    launch_env_record,
+    masked_diff,
+    masked_env_diff,
+    now_iso,
+)
 from spectui.ops.hostcmds import display_argv
+from spectui.ops.known import KnownCommand
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.plan import Edits, RelaunchPlan, build_plan
 from spectui.ops.runner import Runner
 from spectui.sources.base import ServerProcess
 
 __all__ = ["Attempt", "KnownCommand", "Progress", "RelaunchOptions", "RelaunchResult", "Step", "execute", "prepare",
-           "prepare_start", "start_known"]
+           "prepare_any", "prepare_start", "start_known"]
 
 _HELD: dict[tuple[str, str], str] = {}  # (host, server key) -> what holds it, for the refusal message
 _HELD_GUARD = threading.Lock()
@@ -129,26 +136,6 @@ async def _server_version(host: Any, server: Any) -> str | None:
                                                                  server_api_key(server.argv))
 
 
-@dataclass(frozen=True, slots=True)
-class KnownCommand:
-    """A server command to start when no server runs (the last one crashed): what a sweep or a plan knew
-    of the last server — its argv, environment, working directory, log (the new log goes beside it), port."""
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str
-    log_path: str | None
-    port: int | None = None
-    host_addr: str = "127.0.0.1"
-    pid: int | None = None  # the last server's pid (gone): checked not to run it still, its GPU memory waited for
-    program: str = ""
-
-    @classmethod
-    def of(cls, server: ServerProcess) -> KnownCommand:
-        return cls(tuple(server.argv), dict(server.env), server.cwd, server.log_path, server.port,
-                   server.host_addr, server.pid, server.program)
-
-
 async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_version: str | None = None,
                         now: datetime | None = None) -> RelaunchPlan:
     """The plan to start `known` with `edits` where no server runs (`execute` then carries it out without a
@@ -168,7 +155,56 @@ async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_
     while await host.stat(plan.log_path) is not None:
         taken.append(plan.log_path)
         plan = build_plan(server, edits, taken_logs=taken, **kw)
-    return dataclasses.replace(plan, from_known=True)
+    note = "; ".join(x for x in (f"known from {known.source}" if known.source else "", known.env_note) if x)
+    return dataclasses.replace(plan, from_known=True, known_note=note)
+
+
+async def prepare_any(host: Any, edits: Edits, *, pid: int | None = None, log: str | None = None,
+                      port: int | None = None, known: KnownCommand | None = None,
+                      history: HistoryStore | None = None, server_version: str | None = None) -> RelaunchPlan:
+    """The plan for the server named by `pid` / `log` / `port` (or the host's only one), alive or not: a
+    live server is relaunched (prepare); one that is gone — no such pid, no live process writing `log`, no
+    server left on the host — is started again from what is known of it (`known`, else ops.known: the
+    history, the log), without a stop step. DiscoveryError when nothing runs and nothing is known."""
+    from spectui.errors import DiscoveryError
+    from spectui.ops.known import find_known
+    from spectui.sources.discover import SeveralServers, discover
+
+    servers = await discover(host)
+    if pid is None and port is not None:
+        on_port = [s for s in servers if s.port == port]
+        if len(on_port) == 1:
+            pid = on_port[0].pid
+        elif not on_port:
+            pid = -1  # nothing listens there: what is known of the server that did
+    if pid is None and log is not None:
+        writers = [s for s in servers if log in (s.log_path, s.stderr_path)]
+        if len(writers) == 1:
+            pid = writers[0].pid
+    alive = pid is not None and any(s.pid == pid for s in servers)
+    if alive or (pid is None and log is None and servers):
+        return await prepare(host, edits, pid=pid, now=None)  # SeveralServers when it must be picked
+    gone = None if pid is None or pid < 0 else pid
+    if known is None or (gone is not None and known.pid not in (None, gone)):
+        known = await find_known(host, pid=gone, log=log, history=history)
+        if known is not None and port is not None and known.port != port:
+            known = None  # the host's last server ran on another port: not this one
+    if known is None:
+        what = (f"pid {gone}" if gone is not None else f"the server that wrote {log}" if log
+                else f"the server on port {port}" if port else "a server")
+        try:
+            if pid is not None and pid > 0:
+                await prepare(host, edits, pid=pid)  # its own message: "no process 123" / "not an SGLang server"
+        except SeveralServers:
+            raise
+        except DiscoveryError as exc:
+            raise DiscoveryError(f"{exc}; and nothing is known of {what} to start it again (no launch history "
+                                 "record, no launch or server_args= line in its log)") from None
+        now = (f"no SGLang server writes {log}" if log else f"no SGLang server listens on port {port}" if port
+               else "no SGLang server runs")
+        raise DiscoveryError(f"{now} on {host.name}, and nothing is known of {what} to start it again (no launch "
+                             "history record, no launch or server_args= line in its log)")
+    return await prepare_start(host, known, edits, server_version=server_version or known.sglang_version)
 
 
 async def start_known(host: Any, known: KnownCommand, edits: Edits | None = None, options: RelaunchOptions | None = None,
@@ -211,7 +247,8 @@ async def _execute_locked(host: Any, plan: RelaunchPlan, options: RelaunchOption
         diff=masked_diff(plan.changes),  # type: ignore[arg-type]
         env_diff=masked_env_diff(plan.env_changes),  # type: ignore[arg-type]
         sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
-        log=plan.log_path, from_known=plan.from_known,
+        log=plan.log_path, from_known=plan.from_known, cwd=plan.server.cwd or None,
+        env=launch_env_record(plan.new_env),
     ))
     try:
         result = await (runner.run_known() if plan.from_known else runner.run())
