@@ -9,6 +9,7 @@ SpectuiError                      base: every error spectui raises on purpose ca
 │   ├── HostKeyError              unknown or changed host key (message says how to accept it)
 │   ├── AuthError                 permission denied
 │   ├── ConnectError              host down, DNS, timeout, connection dropped
+│   │   └── UnknownHostError      the resolver does not know the host name (exit code 2: a typo)
 │   └── RemoteCommandError        a command on the host failed (exit status, stderr tail)
 ├── DiscoveryError                no SGLang server found / several found / not an SGLang process
 ├── ProbeError                    an HTTP endpoint of the server failed
@@ -56,6 +57,12 @@ class AuthError(HostError):
 
 class ConnectError(HostError):
     pass
+
+
+class UnknownHostError(ConnectError):
+    """The host name does not resolve (socket.gaierror): bad input, retried a few times only."""
+
+    exit_code = 2
 
 
 class RemoteCommandError(HostError):

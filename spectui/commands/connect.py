@@ -62,16 +62,20 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
+UNKNOWN_HOST_TRIES = 3  # a host name the resolver does not know fails after this many tries in a row
+
+
 async def connect_with_retry(host: Any, *, say: Any = None) -> None:
     """Connect, retrying an unreachable host with backoff and saying so (as `spectui watch` does); a host
-    key or permission problem ends it at once (retrying cannot fix those). Ctrl-C gives up."""
+    key or permission problem ends it at once (retrying cannot fix those), an unknown host name after
+    UNKNOWN_HOST_TRIES tries. Ctrl-C gives up."""
     import asyncio
 
-    from spectui.errors import AuthError, ConnectError, HostKeyError
+    from spectui.errors import AuthError, ConnectError, HostKeyError, UnknownHostError
     from spectui.sources.tail import BACKOFF
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
-    attempt = 0
+    attempt = unknown = 0
     while True:
         try:
             await host.connect()
@@ -81,6 +85,12 @@ async def connect_with_retry(host: Any, *, say: Any = None) -> None:
         except (HostKeyError, AuthError):
             raise
         except ConnectError as exc:
+            unknown = unknown + 1 if isinstance(exc, UnknownHostError) else 0
+            if unknown >= UNKNOWN_HOST_TRIES:  # a misspelt name: the resolver's error, exit 2 (not for ever)
+                raise
+            if unknown:  # a resolver hiccup is retried quietly; a typo ends in one line
+                await asyncio.sleep(BACKOFF[min(unknown, len(BACKOFF) - 1)])
+                continue
             delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
             state = "reconnecting" if attempt < 6 else "lost (still retrying)"
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -93,6 +103,8 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
     """Connect, discover the server, pick the log: a ui Session. Raises SpectuiError with one line.
 
     `match_log` (several targets): when the host runs several servers, the one writing the given log."""
+    import os
+
     from spectui.errors import DiscoveryError, UsageError
     from spectui.sources.target import open_host, parse_target
     from spectui.ui.session import Session
@@ -101,6 +113,13 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
     if target.kind == "stdin":
         raise UsageError("connect needs a host or a log file; to follow stdin use `spectui watch -`")
     read_only = bool(args.read_only) or target.kind == "file"
+    if target.path and target.kind in ("file", "local"):  # binary data / no SGLang line: exit 2, no cockpit
+        from spectui.commands.check.sniff import log_file_problem
+        from spectui.errors import InputError
+
+        problem = log_file_problem(os.path.expanduser(target.path), target.path, text_too=target.kind == "file")
+        if problem:
+            raise InputError(problem)
     host = open_host(target, args, read_only=read_only)
     await connect_with_retry(host)
     log_path = args.log or target.path

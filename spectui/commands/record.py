@@ -76,6 +76,12 @@ async def record_target(args: argparse.Namespace, *, say: Any = None) -> Any:
     log_path = target.path
     if log_path and target.kind != "ssh":
         log_path = os.path.abspath(os.path.expanduser(log_path))
+        from spectui.commands.check.sniff import log_file_problem
+        from spectui.errors import InputError
+
+        problem = log_file_problem(log_path, target.path, text_too=target.kind == "file")
+        if problem:  # binary data or no SGLang line: one line, exit 2, nothing recorded
+            raise InputError(problem)
     opts = RecordOptions(duration=args.duration, interval=args.interval,
                          log_bytes=args.log_bytes or DEFAULT_LOG_BUDGET, pid=args.pid,
                          server_port=args.server_port, baseline_tps=args.baseline_tps)

@@ -94,7 +94,10 @@ def human(ev: dict[str, Any]) -> str | None:
 
 async def _connect(host: Any, emit: Printer) -> None:
     """Connect, retrying while the host is unreachable; key and permission problems end the watch."""
-    attempt = 0
+    from spectui.commands.connect import UNKNOWN_HOST_TRIES
+    from spectui.errors import UnknownHostError
+
+    attempt = unknown = 0
     while True:
         try:
             await host.connect()
@@ -102,6 +105,12 @@ async def _connect(host: Any, emit: Printer) -> None:
         except (HostKeyError, AuthError):
             raise
         except ConnectError as exc:
+            unknown = unknown + 1 if isinstance(exc, UnknownHostError) else 0
+            if unknown >= UNKNOWN_HOST_TRIES:  # a misspelt host name: the resolver's error, exit 2
+                raise
+            if unknown:  # retried quietly: a typo ends in one line
+                await asyncio.sleep(BACKOFF[min(unknown, len(BACKOFF) - 1)])
+                continue
             emit({"type": "connection", "state": ConnState.RECONNECTING.value if attempt < 6 else ConnState.LOST.value,
                   "detail": f"{exc} (retrying)"})
             await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])

@@ -191,7 +191,11 @@ def history_of(host_name: str, server: ServerProcess | None, log_path: str, path
 
     store = HistoryStore(path)
     launches = [r.model_dump(mode="json") for r in store.read(host=host_name, limit=50)]
-    ids = {r["id"] for r in launches}
+    # Bench results are this server's only (host + pid, or the log a launch wrote when no server runs):
+    # the host's other servers, and earlier ones, are not mixed into the report (#24).
+    mine = [r for r in launches if (r.get("new_pid") == server.pid if server is not None
+                                    else bool(log_path) and r.get("log") == log_path)]
+    ids = {mine[-1]["id"]} if mine else set()  # the latest launch of that pid: a reused pid is not this server
     bench: list[dict[str, Any]] = []
     with contextlib.suppress(OSError):
         for line in Path(store.path).read_text(encoding="utf-8", errors="replace").splitlines():

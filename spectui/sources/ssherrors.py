@@ -7,7 +7,7 @@ import socket
 
 import asyncssh
 
-from spectui.errors import AuthError, ConnectError, HostError, HostKeyError
+from spectui.errors import AuthError, ConnectError, HostError, HostKeyError, UnknownHostError
 
 
 def host_error(exc: BaseException, name: str) -> HostError:
@@ -26,7 +26,8 @@ def host_error(exc: BaseException, name: str) -> HostError:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return ConnectError(f"{name}: timed out connecting; is the host up and reachable?")
     if isinstance(exc, socket.gaierror):
-        return ConnectError(f"{name}: unknown host name; check the spelling or your ssh config")
+        said = exc.strerror or str(exc) or "unknown host"  # the resolver's own words
+        return UnknownHostError(f"{name}: unknown host name ({said}); check the spelling or your ssh config")
     if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError)):
         return ConnectError(f"{name}: connection lost ({_reason(exc)})")
     if isinstance(exc, asyncssh.ChannelOpenError):

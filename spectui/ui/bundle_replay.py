@@ -83,8 +83,13 @@ def looks_like_archive(path: str) -> bool:
     return head[:2] == b"\x1f\x8b" or head[257:262] == b"ustar"
 
 
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz", ".tar")  # a file so named claims to be a bundle, whatever its bytes
+
+
 def bundle_file(text: str | None) -> str | None:
-    """`text` when it names a local file that is (or claims to be) a bundle, else None."""
+    """`text` when it names a local file that is (or claims to be: gzip/tar bytes, or a .tar.gz name) a
+    bundle, else None. read_bundle then checks it (manifest, members) and says what is wrong, before
+    anything runs: random bytes named x.tar.gz are "not a spectui bundle", never a log to record."""
     from pathlib import Path
 
     from spectui.bundle import is_bundle
@@ -92,7 +97,10 @@ def bundle_file(text: str | None) -> str | None:
     if not text or text == "-":
         return None
     p = Path(text).expanduser()
-    return str(p) if p.is_file() and (is_bundle(p) or looks_like_archive(str(p))) else None
+    if not p.is_file():
+        return None
+    claims = p.name.lower().endswith(BUNDLE_SUFFIXES)
+    return str(p) if claims or is_bundle(p) or looks_like_archive(str(p)) else None
 
 
 def replay_if_bundle(args: Any) -> Session | None:

@@ -54,3 +54,80 @@ def test_bad_bundle_is_one_line_exit_2(bad_files, command, kind) -> None:
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert lines[0].startswith(f"spectui {command}: ")
     assert kind in lines[0] or (kind == "format" and "newer spectui (format 99)" in lines[0])
+
+
+# ---- #24: garbage in, one line out (exit 2), before anything runs ------------------------------------------
+
+NGINX = ('192.168.1.10 - - [01/Dec/2026:10:00:01 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"\n'
+         '2026/12/01 10:00:04 [error] 1234#1234: *1 open() "/usr/share/nginx/html/x" failed (2: No such file)\n') * 20
+
+
+@pytest.fixture(scope="module")
+def garbage(tmp_path_factory) -> dict[str, Path]:
+    import random
+
+    root = tmp_path_factory.mktemp("garbage")
+    noise = random.Random(24).randbytes(20000)
+    out = {"garbage.tar.gz": root / "garbage.tar.gz", "bin.log": root / "bin.log", "nginx.log": root / "nginx.log"}
+    out["garbage.tar.gz"].write_bytes(noise)  # random bytes, named like a bundle
+    out["bin.log"].write_bytes(noise)
+    out["nginx.log"].write_text(NGINX, encoding="utf-8")
+    return out
+
+
+REASON = {"garbage.tar.gz": "is not a spectui bundle", "bin.log": "does not look like a text log (binary data",
+          "nginx.log": "no SGLang line found in its 40 lines"}
+
+
+@pytest.mark.parametrize("command", ["connect", "check", "report", "record"])
+@pytest.mark.parametrize("name", sorted(REASON))
+def test_garbage_is_one_line_exit_2(garbage, tmp_path, command, name) -> None:
+    extra = ["-o", str(tmp_path / "out.spectui.tar.gz")] if command == "record" else []
+    out = subprocess.run([sys.executable, "-m", "spectui", command, str(garbage[name]), *extra],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"spectui {command}: "), out.stderr
+    # check and record take logs, not bundles: random bytes there are binary data whatever the name
+    reason = REASON[name] if not (command in ("check", "record") and name == "garbage.tar.gz") else "binary data"
+    assert reason in lines[0], lines[0]
+    assert out.stdout == "" and not (tmp_path / "out.spectui.tar.gz").exists()  # nothing recorded, no cockpit
+
+
+def test_a_local_server_log_is_only_refused_when_binary(garbage) -> None:
+    """`local:/path` follows a live server's log, which may not hold an SGLang line yet: only binary data is
+    refused there (the cockpit would show bytes)."""
+    out = subprocess.run([sys.executable, "-m", "spectui", "connect", f"local:{garbage['bin.log']}"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "binary data" in out.stderr
+    from spectui.commands.check.sniff import log_file_problem
+
+    assert log_file_problem(str(garbage["nginx.log"]), text_too=False) is None
+    assert "no SGLang line" in (log_file_problem(str(garbage["nginx.log"])) or "")
+
+
+def test_report_keeps_this_servers_bench_only(tmp_path) -> None:
+    """history.jsonl holds two launches on this host with a bench each: the one that wrote this log, and
+    another server's (written last, so a host-wide read picks it). The report shows this log's bench only."""
+    import os
+
+    log = tmp_path / "server.log"
+    log.write_text("[2025-06-01 10:00:01] Decode batch, #running-req: 1, accept len: 1.80, "
+                   "gen throughput (token/s): 60.00, #queue-req: 0\n", encoding="utf-8")
+    state = tmp_path / "state"
+    (state / "spectui").mkdir(parents=True)
+    rows = [
+        {"id": "mine", "time": "2026-12-01T10:00:00+00:00", "host": "local", "new_pid": 4242001, "command": "x",
+         "log": str(log), "outcome": "healthy"},
+        {"id": "other", "time": "2026-12-01T11:00:00+00:00", "host": "local", "new_pid": 4242002, "command": "y",
+         "log": str(tmp_path / "other.log"), "outcome": "healthy"},
+        {"id": "mine", "bench": {"output_tokens_per_s": 111.5, "history_id": "b1"}},
+        {"id": "other", "bench": {"output_tokens_per_s": 999.5, "history_id": "b2"}},
+    ]
+    (state / "spectui" / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "spectui", "report", str(log), "--duration", "0"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "XDG_STATE_HOME": str(state)})
+    assert out.returncode == 0, out.stderr
+    assert "- bench: 111.5 output tok/s" in out.stdout
+    assert "999.5" not in out.stdout

@@ -188,3 +188,22 @@ def test_fix_flags_and_first_sentence() -> None:
     assert fix_flags(None) == ""
     assert first_sentence("From 0.5.4 SGLang caps it, e.g. at 48.\n  Then more.") == "From 0.5.4 SGLang caps it, e.g. at 48."
     assert first_sentence("One sentence only") == "One sentence only"
+
+
+def test_a_log_without_an_sglang_line_is_exit_2(tmp_path: Path) -> None:
+    """An nginx log is an input error (CONTRACTS.md): one line naming it, exit 2, no "diagnoses: none"."""
+    nginx = tmp_path / "access.log"
+    nginx.write_text('10.0.0.1 - - [01/Dec/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.0"\n'
+                     "2026/12/01 10:00:04 [error] 12#12: *1 open() failed (2: No such file or directory)\n"
+                     "2026/12/01 10:00:05 [warn] 12#12: *2 an upstream response is buffered\n", encoding="utf-8")
+    for argv, stdin, name in (([str(nginx)], None, str(nginx)), ([str(nginx), "--json"], None, str(nginx)),
+                              (["-"], nginx.read_bytes(), "<stdin>")):
+        out = run_check(*argv, stdin=stdin)
+        assert out.returncode == 2, out
+        assert out.stderr.decode() == (f"spectui check: {name}: no SGLang line found in its 3 lines (no decode, "
+                                       "prefill, start-up, warning or error line): is this an SGLang server log?\n")
+        assert out.stdout == b""
+    # one SGLang line among them is an SGLang log (a log that is mostly access lines is still one)
+    nginx.write_text(nginx.read_text() + SEED_LOG.splitlines()[2] + "\n", encoding="utf-8")
+    out = run_check(str(nginx), "--json")
+    assert out.returncode in (0, 1) and json.loads(out.stdout)["records"]["decode"] == 1

@@ -48,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+    from spectui.commands.check.sniff import binary_message, not_sglang_message
+
     if result.looks_binary:
-        print(
-            f"spectui check: {name} does not look like a text log (binary data, no SGLang lines found); "
-            "give the server's log file",
-            file=sys.stderr,
-        )
+        print(f"spectui check: {binary_message(name)}", file=sys.stderr)
+        return 2
+    if result.lines and not result.recognised:  # an nginx log, a pip log …: input error, not "diagnoses: none"
+        print(f"spectui check: {not_sglang_message(name, result.lines)}", file=sys.stderr)
         return 2
     if bundle is not None:
         result = remap_lines(result, bundle)  # line numbers of the original log, not of the bundle's cut

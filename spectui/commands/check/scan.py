@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from spectui.commands.check.sniff import looks_binary as _looks_binary
 from spectui.core.log import ErrorEvent, MetricSnapshot, Pipeline, RecordKind, WarningEvent, guess_version
 
 CHUNK = 8 * 1024 * 1024
@@ -47,6 +48,11 @@ class CheckResult:
     looks_binary: bool = False
     warnings: dict[str, WarningEvent] = field(default_factory=dict)  # first of each distinct text
     parallel_chunks: int = 0  # chunks counted by the worker process (checkpar), not in the JSON
+
+    @property
+    def recognised(self) -> int:
+        """Lines the parser read as SGLang's (every kind but "other")."""
+        return sum(v for k, v in self.counts.items() if k is not RecordKind.OTHER)
 
     def to_json(self) -> dict[str, Any]:
         cur = self.current
@@ -106,15 +112,6 @@ def _error_json(e: ErrorEvent) -> dict[str, Any]:
 def _diagnosis_json(d: Any) -> Any:
     to_json = getattr(d, "to_json", None)
     return to_json() if to_json is not None else d
-
-
-def _looks_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if head.count(b"\x00") > len(head) // 100:
-        return True
-    text = head.decode("utf-8", errors="replace")
-    return text.count("\ufffd") > len(text) // 20
 
 
 def check_stream(stream: IO[bytes], *, engine: Any = None, chunk_size: int = CHUNK,
