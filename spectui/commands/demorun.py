@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import IO, Any
 
@@ -62,6 +63,9 @@ class DemoRun:
             # A new session: the simulator and anything it starts form one group that only we signal.
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, env={**env, **self.sim_env})
+        # Reaped as soon as it exits (a scenario that crashes at start-up): never a zombie that still looks
+        # like a process to discovery and to a relaunch ("it runs: " nothing).
+        threading.Thread(target=self.proc.wait, name="spectui-demo-reaper", daemon=True).start()
         print(f"spectui demo: scenario {self.scenario.name} (pid {self.proc.pid}), log {self.log_path}",
               file=sys.stderr)
         return self.log_path
@@ -103,7 +107,7 @@ class DemoRun:
         # The launch is the simulator's own command line (core.launch reads it like SGLang's); its
         # no-speculation speed is the baseline the slower-than-baseline rule needs.
         engine = make_engine(self.sim_argv, version=pick_version(self.version)[0],
-                             baseline_tps=self.scenario.sim_knobs().baseline_tps)
+                             baseline_tps=self.scenario.sim_knobs(time_scale=self.time_scale).client_baseline_tps)
         tail = LogTail(LocalHost(read_only=True), path, from_start=True)
         last_event = time.monotonic()
 

@@ -233,3 +233,30 @@ async def find_known(host: Any, *, pid: int | None = None, log: str | None = Non
     if known is None and log:
         known = await from_log(host, log, pid=pid)
     return known
+
+
+async def known_from_session(host: Any, *, server: Any, launch: Any, pid: int | None, log: str | None,
+                             history: HistoryStore | None = None) -> KnownCommand | None:
+    """What a cockpit knows of the server it follows (to start it again once it is gone): the discovered
+    process itself when it is the one followed; else a relaunch's history record; else the launch command
+    it shows, with the first server's environment (or this login's) and its own variables."""
+    from spectui.sources.discover import program_of
+
+    if server is not None and server.pid == pid:
+        return known_of(server, source=f"pid {pid} as discovered while it ran")
+    found = await from_history(host, history or HistoryStore(), pid=pid, log=None) if pid is not None else None
+    if found is not None or launch is None:
+        return found
+    argv = list(launch.argv)
+    if server is not None:
+        env, cwd = dict(server.env), server.cwd
+        note = f"environment: that of pid {server.pid} (the first server this cockpit followed), with the launch's own"
+    else:
+        env = await login_env(host)
+        cwd = os.getcwd() if getattr(host, "name", "") == "local" else (os.path.dirname(log or "") or "/")
+        note = ("environment not known exactly: this login's, with the launch's own variables"
+                + (f" ({', '.join(k for k, _ in launch.env)})" if launch.env else ""))
+    env.update(dict(launch.env))
+    port, addr = _port_addr(argv)
+    return KnownCommand(tuple(argv), env, cwd, log, port, addr, pid, program_of(argv) or "",
+                        source="the launch command this cockpit shows", env_note=note)

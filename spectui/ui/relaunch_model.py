@@ -363,11 +363,17 @@ async def run_ops_relaunch(session: Any, command: Any, *, progress: Callable[[st
         from spectui.ui.grouprelaunch import run_group_relaunch
 
         return await run_group_relaunch(session, edits_from(session.launch, command, env_base), progress=progress)
-    from spectui.ops.relaunch import execute, prepare
+    from spectui.ops.known import known_from_session
+    from spectui.ops.relaunch import execute, prepare_any
 
     edits = edits_from(session.launch, command, env_base)
     progress("checking", f"planning the relaunch of pid {session.pid}")
-    plan = await prepare(session.host, edits, pid=session.pid)
+    # a server that is gone (kill -9, a crash) is started again from what the cockpit knows of it
+    known = await known_from_session(session.host, server=session.server, launch=session.launch, pid=session.pid,
+                                     log=session.log_path)
+    plan = await prepare_any(session.host, edits, pid=session.pid, known=known, server_version=session.sglang_version)
+    if plan.from_known:
+        progress("checking", f"pid {session.pid} is gone: starting its last known command ({plan.known_note})")
     return await execute(session.host, plan,
                          on_progress=lambda p: progress(str(p.step.value), ("rollback: " if p.rollback else "")
                                                         + p.message))

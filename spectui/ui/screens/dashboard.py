@@ -404,6 +404,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
         attempt = event.result.new if event.healthy else getattr(event.result, "rollback", None)
         if getattr(attempt, "pid", None) is not None:
             self.session.current_pid = attempt.pid
+            self.restart_server_watch()  # the header follows the new server at once (not "GONE" for ever)
         if event.launch is not None:
             self.session.launch = event.launch
         if event.log_path and event.log_path not in (self.log_path, getattr(self, "switching_to", None)):

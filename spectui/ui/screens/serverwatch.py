@@ -9,6 +9,7 @@ log, a toast and a marker line in the log pane. A relaunch done by this cockpit 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -46,6 +47,13 @@ class ServerWatch:
             return  # a plain log file or a replay: nothing to probe, never "unhealthy"
         self.server_watch()  # type: ignore[attr-defined]
 
+    def restart_server_watch(self) -> None:
+        """This cockpit relaunched (or started again) the server: probe the new pid at once, verdict cleared."""
+        self._set_health(None)
+        s: Any = self.session  # type: ignore[attr-defined]
+        if s.host is not None and not s.replay and s.liveness is not False and s.pid is not None:
+            self.server_watch()  # type: ignore[attr-defined]  (exclusive: the old round is cancelled)
+
     def _activity(self) -> Activity:
         u: Any = self.last_update  # type: ignore[attr-defined]
         snap = u.snapshot if u is not None else None
@@ -78,9 +86,14 @@ class ServerWatch:
                 ref = s.server if s.server is not None and s.server.pid == s.pid else (await self._discover_pid(s.pid)
                                                                                        or ref)
                 continue
-            self._set_health(HealthState(GONE, f"process {pid} is gone; looking for its successor", GONE, pid))
-            if ref is None:
-                return  # never knew its command line: nothing to match a successor against
+            if ref is None:  # never knew its command line: nothing to match a successor against
+                self._set_health(HealthState(GONE, f"process {pid} is gone; r starts it again", GONE, pid))
+                while s.pid == pid:  # until this cockpit starts it again (RelaunchFinished moves the pid)
+                    await asyncio.sleep(0.5)
+                self._set_health(None)
+                continue
+            self._set_health(HealthState(GONE, f"process {pid} is gone; looking for its successor (r starts it "
+                                               "again)", GONE, pid))
             succ = await self._await_successor(ref, pid)
             if succ is not None:
                 await self._follow_successor(pid, succ)
