@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from test_relaunch_sim import start_demo_session, stop_relaunched, wait_for
 from textual.widgets import Input
 
@@ -63,3 +64,67 @@ async def test_r_starts_a_crashed_demo_again_and_the_header_follows_it(tmp_path,
     finally:
         demo.stop_sim()
         stop_relaunched(new_pid)
+
+
+@pytest.mark.sshd
+async def test_over_ssh_a_killed_server_is_started_again_with_its_own_environment(sshd, ssh_args, tmp_path,
+                                                                                 monkeypatch) -> None:
+    import argparse
+    import signal
+
+    from spectui.commands.connect import build_session
+    from spectui.commands.demorun import DemoRun
+    from spectui.sim.scenarios import SCENARIOS
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    demo = DemoRun(SCENARIOS["healthy"], version=None, time_scale=40.0, duration=None,
+                   log_path=str(tmp_path / "server.log"))
+    demo.start_sim()
+    first = demo.proc.pid
+    new_pid = None
+    try:
+        await _wait_port(demo)
+        args = argparse.Namespace(target=sshd.target, log=None, pid=first, server_port=None, read_only=False,
+                                  **vars(ssh_args))
+        session = await build_session(args)
+        session.probe_gpus, session.liveness = False, LivenessConfig(interval=0.3)
+        app = SpectuiApp(session)
+        async with app.run_test(size=(170, 48)) as pilot:
+            dash = app.dashboard
+            header = dash.query_one(HeaderBar)
+            await wait_for(lambda: dash.last_update is not None and dash.last_update.snapshot.samples > 0, pilot)
+            os.killpg(first, signal.SIGKILL)  # kill -9: no shutdown line, no traceback
+            await wait_for(lambda: header.info.health == "gone", pilot, timeout=30)
+            await pilot.press("r")
+            screen = app.screen
+            assert isinstance(screen, RelaunchScreen)
+            await pilot.press("ctrl+s", "ctrl+s")
+            await wait_for(lambda: not screen.running and (screen.result is not None or screen.error is not None),
+                           pilot, timeout=90)
+            assert screen.error is None, screen.error  # not "no process N on HOST"
+            assert screen.result.healthy and screen.result.plan.from_known, screen.result.message
+            assert f"pid {first} as discovered while it ran" in screen.result.plan.known_note
+            new_pid = screen.result.new.pid
+            assert b"SPECTUI_SIM_TIME_SCALE=40" in Path(f"/proc/{new_pid}/environ").read_bytes().split(b"\0")
+            await pilot.press("escape")
+            await wait_for(lambda: header.info.pid == new_pid and header.info.health != "gone", pilot, timeout=30)
+            await pilot.press("q")
+        await session.host.close()
+    finally:
+        demo.stop_sim()
+        stop_relaunched(new_pid)
+
+
+async def _wait_port(demo) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from spectui.sources.discover import flag_value
+
+    port = int(flag_value(demo.sim_argv, "--port") or 0)
+    for _ in range(200):
+        try:
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.05)
