@@ -243,7 +243,8 @@ async def _demo_main(demo: Any, args: argparse.Namespace, pids: list[int]) -> in
 
     # the simulator's own no-spec speed of one request: what the panel shows x N against
     spec = "--speculative-algorithm" in demo.scenario.flags
-    base = BaselineTps(demo.scenario.sim_knobs().baseline_tps, running=1) if spec else None
+    base = BaselineTps(demo.scenario.sim_knobs(time_scale=demo.time_scale).client_baseline_tps, running=1) \
+        if spec else None  # in the client's clock: the time scale speeds generation too
     app = SpectuiApp(session, baseline_tps=base, baseline_source="simulator")
     loop = asyncio.get_running_loop()
     if args.duration:

@@ -1,8 +1,12 @@
 """The simulated scheduler: admits requests, runs decode rounds on the decode model, logs Prefill/Decode lines.
 
-Time is model time: a round advances the simulated clock by `DecodeModel.round_s(batch)` and the engine
-sleeps that long divided by the time scale, so the numbers in the log (gen throughput, accept len) are
-the model's exactly, and a client at time scale 1 sees tokens arrive at the logged rate.
+One clock: `--sim-time-scale X` is a GPU X times faster, and every figure a client can see is in the
+wall-clock seconds that client measures. A round takes `DecodeModel.round_s(batch)` model seconds, which
+is `round_s / X` on the wall clock; the engine sleeps that long, and only then emits the round's tokens
+(and writes its Decode line), as a server returns a forward's output when the forward is done. The log's
+gen throughput, prefill input throughput, /server_info and /metrics divide by wall seconds, so they agree
+with what a client measures over the same window; accept len and every ratio are the same at any X.
+At X = 1 the figures are the model's exactly (docs/SIMULATOR.md §2-3).
 """
 
 from __future__ import annotations
@@ -100,7 +104,8 @@ class Engine:
         self._decode_ct = 0
         self._iv_tokens = self._iv_bs = self._iv_accept = 0
         self._iv_time = 0.0
-        self._lag = 0.0  # simulated seconds not yet slept
+        self._lag = 0.0  # wall seconds not yet slept
+        self._pending: list[Callable[[], None]] = []  # what the work slept on emits once its time has passed
 
     @property
     def spec_draft_tokens(self) -> int | None:
@@ -131,15 +136,26 @@ class Engine:
             await self._sleep(busy)
 
     async def _sleep(self, sim_s: float) -> None:
-        # Batch tiny sleeps: asyncio cannot sleep 0.3 ms accurately, so owe the time and pay it in bulk.
+        # Batch tiny sleeps: asyncio cannot sleep 0.3 ms accurately, so owe the time and pay it in bulk;
+        # what the owed work produced is emitted once the time is paid (never before its time has passed).
         self._lag += sim_s / self.scale
-        if self._lag >= 0.004:
+        idle = not self.running and not self.waiting
+        if self._lag >= 0.004 or (idle and self._pending):
             start = time.monotonic()
-            await asyncio.sleep(self._lag)
+            await asyncio.sleep(max(self._lag, 0.0))
             self._lag -= time.monotonic() - start
             self._lag = max(self._lag, -0.05)
+            self._flush()
         else:
             await asyncio.sleep(0)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for emit in pending:
+            emit()
+
+    def _emit(self, req: SimRequest, item: list[str] | None) -> None:
+        self._pending.append(lambda: req.chunks.put_nowait(item))
 
     def _admit(self) -> float:
         new: list[SimRequest] = []
@@ -153,12 +169,14 @@ class Engine:
         for req in new:  # the prefill's own output token (SGLang: extend samples the first token)
             req.generated += 1
             self.stats.generation_tokens_total += 1
-            req.chunks.put_nowait([self.token_text()])
+            self._emit(req, [self.token_text()])
         self._finish_done()
         self._update_usage()
-        self.write(self._tagged(self.fmt.prefill(
+        line = self._tagged(self.fmt.prefill(
             counter=self._forward_ct, new_seq=len(new), new_token=tokens, cached=0, usage=self.stats.token_usage,
-            running=len(self.running) - len(new), queue=len(self.waiting), graph=False, input_tps=tokens / pf_s)))
+            running=len(self.running) - len(new), queue=len(self.waiting), graph=False,
+            input_tps=tokens / (pf_s / self.scale)))  # per wall second, as a client measures it
+        self.write(line)  # SGLang logs the Prefill batch line as the batch starts
         return pf_s
 
     def _round(self) -> float:
@@ -176,7 +194,7 @@ class Engine:
             if spec:
                 req.record_round(n - 1)
             committed += n
-            req.chunks.put_nowait([self.token_text() for _ in range(n)])
+            self._emit(req, [self.token_text() for _ in range(n)])
         self._iv_tokens += committed
         self._iv_bs += batch
         self._iv_time += round_s
@@ -186,7 +204,8 @@ class Engine:
             self.stats.spec_cum_forward_ct += batch
         self.stats.graph = batch <= self.graph_max_bs
         if self._decode_ct % self.interval == 0:
-            self._log_decode()
+            line = self._log_decode()
+            self._pending.append(lambda: self.write(line))  # logged once the round is done
         self._finish_done()
         self._update_usage()
         return round_s
@@ -196,7 +215,7 @@ class Engine:
             self.running.remove(req)
             self.stats.requests_finished += 1
             self.stats.spec_verify_calls_total += req.verify_ct
-            req.chunks.put_nowait(None)
+            self._emit(req, None)
 
     def _tagged(self, msg: str) -> str:
         return self.fmt.sched(msg, self.tp_rank, self.dp_rank)
@@ -207,7 +226,7 @@ class Engine:
         s.used_tokens = sum(r.prompt_tokens + r.generated for r in self.running)
         s.token_usage = s.used_tokens / self.max_total_tokens
 
-    def _log_decode(self) -> None:
+    def _log_decode(self) -> str:
         s, spec = self.stats, self.model.spec
         accept_len = None
         if spec is not None:
@@ -217,12 +236,13 @@ class Engine:
             s.spec_verify_total += self._iv_bs
             s.last_accept_len = accept_len
             s.last_accept_rate = self.fmt.accept_rate(accept_len, spec.num_steps, spec.draft_tokens)
-        s.last_gen_throughput = self._iv_tokens / self._iv_time
+        s.last_gen_throughput = self._iv_tokens / (self._iv_time / self.scale)  # per wall second
         self._update_usage()
-        self.write(self._tagged(self.fmt.decode(
+        line = self._tagged(self.fmt.decode(
             counter=self._forward_ct, running=len(self.running), tokens=s.used_tokens, usage=s.token_usage,
             accept_len=accept_len, steps=spec.num_steps if spec else None,
             draft_tokens=spec.draft_tokens if spec else None, graph=s.graph, gen_tps=s.last_gen_throughput,
-            queue=len(self.waiting))))
+            queue=len(self.waiting)))
         self._iv_tokens = self._iv_bs = 0
         self._iv_time = 0.0
+        return line

@@ -22,9 +22,11 @@ ENV_PREFIX = "SPECTUI_SIM_"
 # flag -> help text; every knob takes exactly one value except --sim-fault crash-after N (see knob_len).
 KNOB_HELP: dict[str, str] = {
     "--sim-sglang-version": "SGLang release to emulate (log formats, warnings, flag rules); default: newest bundled",
-    "--sim-time-scale": "run start-up and traffic X times faster (default 1)",
+    "--sim-time-scale": "a GPU X times faster: start-up, traffic and generation (every figure a client sees, the "
+                        "log's tok/s included, is in wall-clock seconds; default 1)",
     "--sim-alpha": f"per-token acceptance of the simulated draft (default {DEFAULT_ALPHA})",
-    "--sim-baseline-tps": f"decode tok/s of one request without speculation (default {DEFAULT_BASELINE_TPS:g})",
+    "--sim-baseline-tps": f"decode tok/s of one request without speculation at time scale 1 (default "
+                          f"{DEFAULT_BASELINE_TPS:g}; a client sees X times that at --sim-time-scale X)",
     "--sim-traffic": "built-in client load in requests/s (default 0: only external requests)",
     "--sim-output-len": "tokens generated per built-in request (default 256)",
     "--sim-concurrency": "most built-in requests in flight at once, like a benchmark's --max-concurrency "
@@ -62,6 +64,12 @@ class SimKnobs:
     alpha_decay: float | None = None  # None: spectui.sim.model's default
     verify_cost: float | None = None
     spec_counters: bool = False
+
+    @property
+    def client_baseline_tps(self) -> float:
+        """No-speculation tok/s of one request as a client measures it (wall clock): the time scale makes the
+        simulated GPU `time_scale` times faster, and every figure a client sees follows (docs/SIMULATOR.md)."""
+        return self.baseline_tps * self.time_scale
 
 
 def knob_env(environ: Mapping[str, str]) -> dict[str, str]:

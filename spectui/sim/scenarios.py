@@ -24,7 +24,7 @@ class Scenario:
     summary: str  # one line: what the user will see
     flags: tuple[str, ...]  # SGLang launch_server flags
     knobs: tuple[tuple[str, str], ...] = ()  # (knob flag, value): (("--sim-fault", "oom-at-capture"),)
-    traffic: float = 2.0  # built-in client load, requests/s (simulated time)
+    traffic: float = 2.0  # built-in client load, requests/s at time scale 1 (X times that at scale X)
 
     def argv(self, *, host: str, port: int) -> list[str]:
         """Arguments for `python -m spectui.sim`: SGLang's flags only (the knobs go in `env`)."""
@@ -47,7 +47,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("healthy", "EAGLE-3 chain of 3 on Llama-3.1-8B: accept len ~3, faster than no speculation",
              (*_BASE, *_CHAIN3)),
     Scenario("silent-override", "the seed incident: topk 1 with 16 draft tokens and 1 step; SGLang forces "
-             "draft tokens to 2, accept len ~1.8, one stream at 75 tok/s: slower than the 90 without speculation",
+             "draft tokens to 2, accept len ~1.8, one stream at ~0.7x the speed without speculation (64 vs 90 "
+             "tok/s at time scale 1)",
              (*_BASE, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
               "--speculative-num-steps", "1"), (("--sim-concurrency", "1"),), traffic=20.0),
     Scenario("missing-steps", "topk and draft tokens without --speculative-num-steps: a bare AssertionError",
