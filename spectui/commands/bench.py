@@ -11,20 +11,24 @@ from typing import Any
 NAME = "spectui bench"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options `spectui sweep` shares: the target, the load, the baseline, --json, SSH."""
     from spectui.commands.sshopts import add_ssh_options
 
     parser.add_argument("target", metavar="TARGET", help="where the server runs: local or [user@]host[:port]")
     parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
     parser.add_argument("--server-port", type=int, metavar="N",
                         help="the server's HTTP port on TARGET (default: from its command line)")
-    parser.add_argument("--concurrency", type=int, default=4, metavar="C",
+    parser.add_argument("--concurrency", "--max-concurrency", dest="concurrency", type=int, default=4, metavar="C",
                         help="requests in flight at most (default 4; 0: no limit)")
-    parser.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, R requests/s (default: all at once)")
+    parser.add_argument("--rate", "--request-rate", dest="rate", type=float, metavar="R",
+                        help="Poisson arrivals, R requests/s (default: all at once)")
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--requests", type=int, metavar="N", help="measured requests (default 64)")
+    size.add_argument("--requests", "--num-prompts", dest="requests", type=int, metavar="N",
+                      help="measured requests (default 64)")
     size.add_argument("--duration", type=float, metavar="S", help="start requests for S seconds instead")
-    parser.add_argument("--warmup", type=int, default=1, metavar="N", help="warm-up requests before the window (default 1)")
+    parser.add_argument("--warmup", "--warmup-requests", dest="warmup", type=int, default=1, metavar="N",
+                        help="warm-up requests before the window (default 1)")
     parser.add_argument("--max-tokens", type=int, default=256, metavar="N", help="max_tokens per request (default 256)")
     parser.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
     parser.add_argument("--prompts", default="mixed", metavar="NAME|FILE",
@@ -41,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_ssh_options(parser)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from spectui.commands.benchopts import add_bench_only_arguments
+
+    add_common_arguments(parser)
+    add_bench_only_arguments(parser)
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -55,57 +66,70 @@ def run(args: argparse.Namespace) -> int:
     except SpectuiError as exc:
         print(f"{NAME}: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C (or one before the loop could catch it)
         print(f"{NAME}: interrupted; nothing recorded", file=sys.stderr)
-        return 1
+        return 130
 
 
-def _plan(args: argparse.Namespace) -> Any:
+def _plan(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from spectui.commands.benchopts import workload
     from spectui.errors import UsageError
-    from spectui.load import BenchConfig, load_prompts
+    from spectui.load import BenchConfig
     from spectui.ops.bench import BenchPlan
 
     if args.baseline_tps is not None and not args.baseline_tps > 0:
         raise UsageError("--baseline-tps must be > 0 tok/s")
     if args.server_port is not None and not 0 < args.server_port < 65536:
         raise UsageError(f"--server-port {args.server_port} is out of range (1-65535)")
+    if args.output_details and not (args.output_file or args.json):
+        raise UsageError("--output-details goes with --output-file FILE (or --json)")
+    extra, prompts, info = workload(args)  # PromptFileError (exit 2) names the file and the line
     config = BenchConfig("http://127.0.0.1", requests=args.requests, duration_s=args.duration,
                          concurrency=args.concurrency or None, rate=args.rate, warmup=args.warmup,
-                         max_tokens=args.max_tokens, temperature=args.temperature, api_key=args.api_key)
+                         max_tokens=args.max_tokens, temperature=args.temperature, api_key=args.api_key, **extra)
     config.validate()
-    prompts = load_prompts(args.prompts)  # PromptFileError (exit 2) names the file and the line
-    return BenchPlan(config, prompts, pid=args.pid, server_port=args.server_port, baseline_tps=args.baseline_tps)
+    return BenchPlan(config, prompts, pid=args.pid, server_port=args.server_port, baseline_tps=args.baseline_tps,
+                     details=args.output_details), info
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from spectui.commands.benchopts import confirm_baseline, write_output
     from spectui.errors import UsageError
-    from spectui.ops import bench
     from spectui.sources.target import open_host, parse_target
 
     target = parse_target(args.target)
     if target.kind not in ("local", "ssh"):
         raise UsageError(f"bench needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
-    plan = _plan(args)
+    plan, info = _plan(args)
+    confirm_baseline(args)  # no terminal and no --yes: refused before anything runs
     host = open_host(target, args, read_only=not args.baseline)  # --baseline relaunches the server
     bar = None if args.json else _Bar()
     try:
         await host.connect()
+        if args.baseline and not args.yes and not await _confirmed(host, plan):
+            print(f"{NAME}: not confirmed; nothing was changed", file=sys.stderr)
+            return 1
         if bar is not None:
             bar.start()
         if args.baseline:
             out = await _with_baseline(host, plan, bar)
         else:
-            out = await bench.run(host, plan, on_progress=bar.update if bar else None,
-                                  on_phase=bar.phase if bar else None)
+            out = await _interruptible(host, plan, bar)
     finally:
         if bar is not None:
             bar.stop()
         await host.close()
+    if args.output_file:
+        write_output(args.output_file, out, info)
     if args.json:
         print(json.dumps(out))
     else:
         _table(out)
     reqs = out["requests"]
+    if out.get("interrupted"):
+        print(f"{NAME}: interrupted: {reqs['ok'] + reqs['failed']} requests completed and are measured "
+              f"({reqs.get('cancelled', 0)} in flight cancelled); recorded as {out.get('history_id')}", file=sys.stderr)
+        return 130
     if reqs["failed"]:
         print(f"{NAME}: {reqs['failed']} of {reqs['ok'] + reqs['failed']} requests failed "
               f"({', '.join(f'{k} x{v}' for k, v in reqs['errors'].items())}); see the server log", file=sys.stderr)
@@ -114,6 +138,48 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"{NAME}: no request was measured", file=sys.stderr)
         return 1
     return 0
+
+
+async def _confirmed(host: Any, plan: Any) -> bool:
+    from spectui.commands.benchopts import ask
+    from spectui.ops import bench_baseline
+
+    return ask(await bench_baseline.preview(host, plan))
+
+
+async def _interruptible(host: Any, plan: Any, bar: Any) -> dict[str, Any]:
+    """bench.run where the first Ctrl-C stops the run and keeps what completed (measured, recorded); a
+    second one abandons it."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from spectui.ops import bench
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    stop = asyncio.Event()
+
+    def on_sigint() -> None:
+        if not stop.is_set():
+            print(f"{NAME}: interrupted: stopping; what completed is measured and recorded (Ctrl-C again "
+                  "to abandon)", file=sys.stderr)
+            stop.set()
+        elif task is not None:
+            task.cancel()
+
+    installed = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        installed = True
+    try:
+        return await bench.run(host, plan, on_progress=bar.update if bar else None,
+                               on_phase=bar.phase if bar else None, stop=stop)
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 async def _with_baseline(host: Any, plan: Any, bar: Any) -> dict[str, Any]:
@@ -195,21 +261,38 @@ def _table(out: dict[str, Any]) -> None:
     srv, wl, spec = out["server"], out["workload"], out.get("spec")
     algo = (srv.get("speculative") or {}).get("speculative_algorithm") or "off"
     console = Console()
-    console.print(f"server pid {_fmt(srv.get('pid'), '')}  port {srv.get('port')}  SGLang "
-                  f"{srv.get('sglang_version') or '?'}  speculation {algo}  model {wl.get('model')}", markup=False)
+    run = out.get("baseline_run")
+    who = f"server pid {_fmt(srv.get('pid'), '')}"
+    if run:  # the measured server was stopped by the baseline relaunch: say which runs now
+        who = (f"measured pid {_fmt(srv.get('pid'), '')} (stopped for the baseline; the speculative command "
+               f"runs again as pid {_fmt(srv.get('now_pid'), '')})")
+    console.print(f"{who}  port {srv.get('port')}  SGLang {srv.get('sglang_version') or '?'}  speculation "
+                  f"{algo}  model {wl.get('model')}", markup=False)
     console.print(f"workload {wl['prompts']}: {wl['requests'] or '-'} requests, concurrency "
                   f"{wl['concurrency'] or 'unlimited'}, rate {wl['rate'] or 'all at once'}, max_tokens "
                   f"{wl['max_tokens']}, temperature {wl['temperature']}", markup=False)
-    t = Table("metric", "mean", "p50", "p90", "p99")
-    for key, label in (("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("itl_ms", "ITL ms"), ("e2e_ms", "E2E ms")):
-        d = out[key]
-        t.add_row(label, *(_fmt(d.get(k)) for k in ("mean", "p50", "p90", "p99")))
+    cols = ("mean", "p50", "p90", "p95", "p99", "std", "max")
+    t = Table("metric", *cols)
+    for key, label in (("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("itl_ms", "ITL ms (per token)"),
+                       ("chunk_gap_ms", "chunk gap ms"), ("e2e_ms", "E2E ms")):
+        d = out.get(key) or {}
+        t.add_row(label, *(_fmt(d.get(k)) for k in cols))
     per = out["per_request_tokens_per_s"]
-    t.add_row("per-request tok/s", _fmt(per.get("mean")), _fmt(per.get("p50")), "", "")
+    t.add_row("per-request tok/s", _fmt(per.get("mean")), _fmt(per.get("p50")), *[""] * (len(cols) - 2))
     console.print(t)
     r = out["requests"]
-    console.print(f"requests ok {r['ok']}  failed {r['failed']}  window {out['duration_s']:.2f} s  output "
-                  f"{out['output_tokens']} tokens  {_fmt(out['output_tokens_per_s'])} tok/s", markup=False)
+    console.print(f"requests ok {r['ok']}  failed {r['failed']}  window {out['duration_s']:.2f} s  "
+                  f"{_fmt(out.get('requests_per_s'), '.2f')} req/s  mean concurrency "
+                  f"{_fmt(out.get('concurrency'), '.2f')}", markup=False)
+    console.print(f"output {out['output_tokens']} tokens  {_fmt(out['output_tokens_per_s'])} tok/s   input "
+                  f"{_fmt(out.get('input_tokens'), '')} tokens  {_fmt(out.get('input_tokens_per_s'))} tok/s   "
+                  f"total {_fmt(out.get('total_tokens_per_s'))} tok/s", markup=False)
+    good = out.get("goodput")
+    if good:
+        slos = " ".join(f"{k}:{v:g}" for k, v in good["goodput_slos_ms"].items())
+        att = good.get("slo_attainment")
+        console.print(f"goodput ({slos} ms) {_fmt(good.get('request_goodput'), '.2f')} req/s, SLO attainment "
+                      f"{_fmt(None if att is None else att * 100, '.1f')} %", markup=False)
     if spec:
         line = f"accept len {_fmt(spec.get('accept_len'), '.3f')} (source {spec.get('source') or 'none'})"
         if spec.get("accept_rate") is not None:
@@ -223,7 +306,6 @@ def _table(out: dict[str, Any]) -> None:
         console.print(f"baseline ({base['source']}) {_fmt(base.get('output_tokens_per_s'))} tok/s, per request "
                       f"{_fmt(per_base)}  ->  speedup x{_fmt(up.get('output_tokens_per_s'), '.2f')} aggregate, "
                       f"x{_fmt(up.get('per_request_tokens_per_s'), '.2f')} per request", markup=False)
-    run = out.get("baseline_run")
     if run and run.get("baseline"):
         b = run["baseline"]
         side = Table("at concurrency " + str(wl["concurrency"] or "unlimited"), "speculative", "no speculation",

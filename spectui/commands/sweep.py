@@ -19,7 +19,7 @@ NAME = "spectui sweep"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spectui.commands.bench import add_arguments as bench_arguments
+    from spectui.commands.bench import add_common_arguments as bench_arguments
 
     bench_arguments(parser)  # TARGET, --pid, the workload, --baseline/--baseline-tps, --json, SSH options
     parser.add_argument("--grid", action="append", default=[], metavar="FLAG=V1,V2,...",

@@ -6,16 +6,18 @@ bench_serving, the run loop (concurrency, Poisson arrivals, warm-up, progress) a
     result.to_json()  # workload, requests, duration_s, output_tokens(_per_s), ttft/tpot/itl/e2e_ms, ...
 """
 
-from spectui.load.client import RequestRecord, ServerProbe, normalize_base_url, probe_server
+from spectui.load.client import ServerProbe, normalize_base_url, probe_server
 from spectui.load.errors import (
     BenchConfigError,
     BenchError,
+    BenchInterrupted,
     NotOpenAIServerError,
     ServerAuthError,
     ServerNotReadyError,
     ServerUnreachableError,
     WarmupFailedError,
 )
+from spectui.load.progress import Progress, ProgressCallback
 from spectui.load.prompts import (
     BUNDLED,
     MIXED,
@@ -25,12 +27,13 @@ from spectui.load.prompts import (
     load_prompts,
     parse_prompts,
 )
-from spectui.load.runner import BenchConfig, BenchResult, Progress, ProgressCallback, run_bench
+from spectui.load.record import RequestRecord
+from spectui.load.runner import BenchConfig, BenchResult, run_bench
 from spectui.load.specfields import SpecFields
 from spectui.load.stats import distribution, percentile, summarize
 
 __all__ = [
-    "BUNDLED", "MIXED", "BenchConfig", "BenchConfigError", "BenchError", "BenchResult", "NotOpenAIServerError",
+    "BUNDLED", "MIXED", "BenchConfig", "BenchConfigError", "BenchError", "BenchInterrupted", "BenchResult", "NotOpenAIServerError",
     "Progress", "ProgressCallback", "Prompt", "PromptFileError", "PromptSet", "RequestRecord",
     "ServerAuthError", "ServerNotReadyError", "ServerProbe", "ServerUnreachableError", "SpecFields",
     "WarmupFailedError", "distribution", "load_prompts", "normalize_base_url", "parse_prompts",

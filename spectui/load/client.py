@@ -1,21 +1,26 @@
 """One streamed request against an OpenAI-compatible server, timed the way SGLang's bench_serving does it.
 
-Timing (sglang/bench_serving.py, async_request_openai_chat_completions / _completions; vLLM's
+Timing (sglang/benchmark/serving.py, async_request_openai_chat_completions / _completions; vLLM's
 benchmarks/lib/endpoint_request_func.py is the same apart from the notes below):
   start        perf_counter() just before the POST is sent
   first token  arrival of the first chunk carrying generated text (chat `delta.content`, or
                `delta.reasoning_content` as vLLM counts it; completions `text`); TTFT = first - start
-  chunks       arrival of every such chunk; ITL = the gaps between consecutive ones (one gap per chunk,
-               not per token: with speculation one chunk carries several tokens)
+  chunks       arrival of every such chunk; ITL as bench_serving defines it (spectui.load.record)
   end          when the stream finished (`data: [DONE]`, as SGLang's `latency`); E2E = end - start
   output       `usage.completion_tokens` from the final usage chunk (`stream_options.include_usage`)
 Chunks arriving in the same network read share one timestamp: they arrived together.
 
+The HTTP client is aiohttp, bench_serving's own, chosen by measurement (perf/perf_bench.py): against a
+fast server at concurrency 32-64 httpx delivered response headers 16-65 ms after the request was sent,
+aiohttp 4-20 ms, and that delay is TTFT the server never spent. One pooled session (keep-alive), a
+connection per concurrent request.
+
 Per-chunk token counts are known when the server repeats usage on every chunk
 (`stream_options.continuous_usage_stats`, which SGLang and vLLM honour) or sends `meta_info`; else None.
 
-A request fails with an error kind, never an exception: `HTTP 500`, `stream error 400`, an exception
-class (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`, ...), `IncompleteStream` (closed before
+A request fails with an error kind, never an exception: `HTTP 500`, `stream error 400`, a transport
+kind (`ConnectError`, `ConnectTimeout`, `ReadTimeout`, `RemoteProtocolError`: the server closed the
+connection mid-answer; other client errors by their class name), `IncompleteStream` (closed before
 `[DONE]` without usage and a finish reason), `BadChunk` (a data line that is not JSON), `NoTokens`
 (a complete stream without any generated text: no TTFT can be measured).
 """
@@ -25,10 +30,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from spectui.load.errors import (
     NotOpenAIServerError,
@@ -37,7 +42,8 @@ from spectui.load.errors import (
     ServerUnreachableError,
 )
 from spectui.load.prompts import Prompt
-from spectui.load.specfields import SpecFields, collect
+from spectui.load.record import RequestRecord
+from spectui.load.specfields import collect
 
 ERROR_DETAIL_CHARS = 300
 
@@ -59,108 +65,38 @@ class ServerProbe:
     owned_by: str | None
 
 
-@dataclass
-class RequestRecord:
-    """Everything measured for one request. Times are time.perf_counter() seconds."""
-
-    index: int
-    prompt_id: str
-    endpoint: str  # "chat" | "completions"
-    warmup: bool
-    start: float = 0.0
-    start_wall: float = 0.0  # time.time() at start (to match server-side logs and counters)
-    first_token: float | None = None
-    end: float | None = None
-    chunk_times: list[float] = field(default_factory=list)  # chunks carrying generated text
-    chunk_tokens: list[int | None] = field(default_factory=list)  # tokens in each, when the server said
-    output_tokens: int | None = None
-    output_tokens_source: str | None = None  # "usage" | "chunks"
-    prompt_tokens: int | None = None
-    finish_reason: str | None = None
-    status: int | None = None
-    error: str | None = None  # the error kind; None = success
-    error_detail: str | None = None
-    spec: SpecFields = field(default_factory=SpecFields)
-    streamed_tokens: int = 0  # live, while streaming: tokens the server reported per chunk ...
-    streamed_unknown: int = 0  # ... plus chunks whose token count it did not report (counted 1 each)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.end is not None
-
-    @property
-    def end_wall(self) -> float | None:
-        return None if self.end is None else self.start_wall + (self.end - self.start)
-
-    @property
-    def ttft(self) -> float | None:
-        return None if self.first_token is None else self.first_token - self.start
-
-    @property
-    def e2e(self) -> float | None:
-        return None if self.end is None else self.end - self.start
-
-    @property
-    def tpot(self) -> float | None:
-        """(e2e - ttft) / (output_tokens - 1), only when output_tokens > 1 (bench_serving)."""
-        if not self.ok or not self.output_tokens or self.output_tokens <= 1 or self.ttft is None:
-            return None
-        return (self.e2e - self.ttft) / (self.output_tokens - 1)  # type: ignore[operator]
-
-    @property
-    def decode_tokens_per_s(self) -> float | None:
-        """(output_tokens - 1) / (e2e - ttft): this request's decode speed after its first token."""
-        tpot = self.tpot
-        return 1.0 / tpot if tpot else None
-
-    @property
-    def itls(self) -> list[float]:
-        t = self.chunk_times
-        return [t[i] - t[i - 1] for i in range(1, len(t))]
-
-    def to_json(self) -> dict[str, Any]:
-        ms = (lambda x: None if x is None else round(x * 1000, 3))  # noqa: E731
-        return {"index": self.index, "prompt": self.prompt_id, "endpoint": self.endpoint, "ok": self.ok,
-                "error": self.error, "error_detail": self.error_detail, "status": self.status,
-                "start": self.start_wall, "end": self.end_wall, "ttft_ms": ms(self.ttft),
-                "e2e_ms": ms(self.e2e), "tpot_ms": ms(self.tpot), "chunks": len(self.chunk_times),
-                "output_tokens": self.output_tokens, "output_tokens_source": self.output_tokens_source,
-                "prompt_tokens": self.prompt_tokens, "finish_reason": self.finish_reason,
-                "spec": self.spec.to_json() if self.spec else None}
-
-
 def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-async def probe_server(http: httpx.AsyncClient, base_url: str, *, timeout_s: float = 10.0) -> ServerProbe:
+async def probe_server(http: aiohttp.ClientSession, base_url: str, *, timeout_s: float = 10.0) -> ServerProbe:
     """GET /v1/models: the served model name, or a clear BenchError when nothing usable answers."""
     url = f"{base_url}/v1/models"
     try:
-        resp = await http.get(url, timeout=timeout_s)
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        why = _reason(exc)
-        raise ServerUnreachableError(f"cannot connect to {base_url} ({why}): is the server running on that "
-                                     "port, and the SSH forward up for a remote target?") from None
-    except httpx.TransportError as exc:
+        async with http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            status, kind = resp.status, resp.headers.get("content-type", "?").split(";")[0]
+            raw = await resp.read()
+    except (aiohttp.ClientConnectorError, ConnectionRefusedError) as exc:
+        raise ServerUnreachableError(f"cannot connect to {base_url} ({_reason(exc)}): is the server running on "
+                                     "that port, and the SSH forward up for a remote target?") from None
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         raise ServerUnreachableError(f"{base_url} took the connection but GET /v1/models failed "
-                                     f"({type(exc).__name__}: {_reason(exc)}): not an HTTP server that "
+                                     f"({error_kind(exc)}: {_reason(exc)}): not an HTTP server that "
                                      "answers, or it is hung") from None
-    if resp.status_code in (401, 403):
-        raise ServerAuthError(f"GET {url} answered HTTP {resp.status_code}: the server wants an API key "
+    if status in (401, 403):
+        raise ServerAuthError(f"GET {url} answered HTTP {status}: the server wants an API key "
                               "(pass the one it was launched with, --api-key)")
-    if resp.status_code == 503:
+    if status == 503:
         raise ServerNotReadyError(f"GET {url} answered 503: the server is still starting (or shutting "
                                   "down); wait for /health to answer 200 and retry")
-    if resp.status_code != 200:
-        raise NotOpenAIServerError(f"GET {url} answered HTTP {resp.status_code}: not an OpenAI-compatible "
+    if status != 200:
+        raise NotOpenAIServerError(f"GET {url} answered HTTP {status}: not an OpenAI-compatible "
                                    "server (SGLang serves /v1/models); check the port")
     try:
-        body = resp.json()
+        body = json.loads(raw)
         data = body["data"]
         models = tuple(str(m["id"]) for m in data)
     except (ValueError, KeyError, TypeError):
-        kind = resp.headers.get("content-type", "?").split(";")[0]
         raise NotOpenAIServerError(f"GET {url} answered 200 with {kind}, not an OpenAI model list: not an "
                                    "OpenAI-compatible server; check the port") from None
     if not models:
@@ -172,6 +108,8 @@ async def probe_server(http: httpx.AsyncClient, base_url: str, *, timeout_s: flo
 def build_payload(prompt: Prompt, *, endpoint: str, model: str, max_tokens: int, temperature: float,
                   ignore_eos: bool = False, spec_details: bool = True,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    if prompt.output_len is not None:  # the workload's own length (random, ShareGPT)
+        max_tokens = prompt.output_len
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature,
                             "stream": True,
                             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
@@ -290,9 +228,23 @@ class _StreamFailure(Exception):
         self.kind, self.detail = kind, detail
 
 
+def error_kind(exc: BaseException) -> str:
+    """A transport failure's kind, the same names whatever the HTTP client (see the module docstring)."""
+    if isinstance(exc, aiohttp.ClientConnectorError | ConnectionRefusedError):
+        return "ConnectError"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return "ConnectTimeout"
+    if isinstance(exc, TimeoutError):
+        return "ReadTimeout"
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | aiohttp.ClientOSError
+                  | ConnectionResetError):
+        return "RemoteProtocolError"
+    return type(exc).__name__
+
+
 def _reason(exc: BaseException) -> str:
     """A short reason, from the innermost OS error when there is one ("connection refused")."""
-    seen: BaseException | None = exc
+    seen: BaseException | None = getattr(exc, "os_error", None) or exc  # aiohttp's connector errors
     for _ in range(8):
         if seen is None:
             break
@@ -305,34 +257,42 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0][:ERROR_DETAIL_CHARS]
 
 
-async def stream_request(http: httpx.AsyncClient, url: str, body: dict[str, Any], rec: RequestRecord, *,
+async def stream_request(http: aiohttp.ClientSession, url: str, body: dict[str, Any], rec: RequestRecord, *,
                          headers: dict[str, str] | None = None,
                          on_tokens: Callable[[float, int | None], None] | None = None) -> RequestRecord:
     """POST `body` to `url`, stream the answer into `rec`. Never raises for a failed request."""
     parser = _Stream(rec, on_tokens)
+    data = json.dumps(body).encode()
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
     rec.start_wall, rec.start = time.time(), time.perf_counter()
     try:
-        async with http.stream("POST", url, json=body, headers=headers) as resp:
-            rec.status = resp.status_code
-            if resp.status_code != 200:
-                raw = await resp.aread()
+        async with http.post(url, data=data, headers=hdrs) as resp:
+            rec.status = resp.status
+            if resp.status != 200:
+                raw = await resp.read()
                 rec.end = time.perf_counter()
-                rec.error = f"HTTP {resp.status_code}"
+                rec.error = f"HTTP {resp.status}"
                 rec.error_detail = raw[:ERROR_DETAIL_CHARS].decode("utf-8", "replace") or None
                 return rec
-            async for chunk in resp.aiter_bytes():
+            async for chunk in resp.content.iter_any():
                 parser.feed(chunk, time.perf_counter())
             parser.close(time.perf_counter())
     except _StreamFailure as exc:
         rec.error, rec.error_detail = exc.kind, exc.detail
-    except httpx.HTTPError as exc:
-        rec.error, rec.error_detail = type(exc).__name__, _reason(exc)
-    except OSError as exc:
-        rec.error, rec.error_detail = type(exc).__name__, _reason(exc)
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        if not (parser.done and isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError)):
+            rec.error, rec.error_detail = error_kind(exc), _reason(exc)
     rec.end = parser.done_t or time.perf_counter()
     if rec.error is None:
         _finish(rec, parser)
     return rec
+
+
+async def post_json(http: aiohttp.ClientSession, url: str, *, timeout_s: float = 60.0,
+                    params: dict[str, str] | None = None) -> tuple[int, str]:
+    """POST with no body (SGLang's /flush_cache): (status, the answer's text)."""
+    async with http.post(url, params=params, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        return resp.status, (await resp.text(errors="replace"))[:ERROR_DETAIL_CHARS]
 
 
 def _finish(rec: RequestRecord, parser: _Stream) -> None:

@@ -5,7 +5,8 @@ BenchError (ProbeError, exit 1)   the run could not be made
 ├── NotOpenAIServerError          something answers, but not an OpenAI-compatible API (/v1/models)
 ├── ServerAuthError               401/403: an API key is needed or was rejected
 ├── ServerNotReadyError           503 from /v1/models: still starting or shutting down
-└── WarmupFailedError             every warm-up request failed (lists the error kinds)
+├── WarmupFailedError             every warm-up request failed (lists the error kinds)
+└── BenchInterrupted              stopped (Ctrl-C) before anything was measured (exit 130)
 BenchConfigError (UsageError, exit 2)  contradictory or out-of-range options
 PromptFileError (InputError, exit 2)   lives in spectui.load.prompts: names the file and the line
 """
@@ -41,3 +42,7 @@ class WarmupFailedError(BenchError):
 
 class BenchConfigError(UsageError):
     pass
+
+
+class BenchInterrupted(BenchError):
+    exit_code = 130

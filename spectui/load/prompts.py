@@ -36,6 +36,8 @@ class Prompt:
     id: str
     text: str | None = None
     messages: tuple[dict[str, str], ...] | None = None
+    input_len: int | None = None  # the workload's input length in tokens (random, ShareGPT), if it has one
+    output_len: int | None = None  # its max_tokens for this prompt (random, ShareGPT), else the run's
 
     @property
     def is_chat(self) -> bool:

@@ -10,6 +10,11 @@ slot, its TTFT counting the wait as bench_serving's does.
 `duration_s` S: no request starts after S seconds (ones still waiting for a slot are not sent and are
 counted as `not_sent`); the ones in flight finish and count, so the window is S plus the drain.
 The measured window runs from the first measured request's start to the last one's end.
+
+`stop` (an asyncio.Event, set on Ctrl-C): no request starts after it is set, the ones in flight are
+cancelled (counted as `cancelled`, not measured), and the result holds the requests that completed
+(`interrupted` true). `flush_cache`: POST /flush_cache (SGLang's prefix cache) after the warm-up, before
+the window, as bench_serving's `--flush-cache`.
 """
 
 from __future__ import annotations
@@ -18,28 +23,27 @@ import asyncio
 import contextlib
 import random
 import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 
 from spectui.load.client import (
-    RequestRecord,
     ServerProbe,
     auth_headers,
     build_payload,
     normalize_base_url,
+    post_json,
     probe_server,
     stream_request,
 )
-from spectui.load.errors import BenchConfigError, WarmupFailedError
+from spectui.load.errors import BenchConfigError, BenchError, BenchInterrupted, WarmupFailedError
+from spectui.load.progress import ProgressCallback, _Live
 from spectui.load.prompts import Prompt, PromptSet
+from spectui.load.record import RequestRecord
 from spectui.load.stats import error_counts, summarize
 
 DEFAULT_REQUESTS = 64
-RECENT_S = 2.0  # window of Progress.recent_tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class BenchConfig:
     request_timeout_s: float = 600.0
     speculative: bool | None = None  # the caller's knowledge (from /server_info); None: detect
     extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_headers: dict[str, str] = field(default_factory=dict)  # --header K=V
+    flush_cache: bool = False  # POST /flush_cache before the window
+    goodput: dict[str, float] = field(default_factory=dict)  # SLOs in ms: ttft, tpot, e2el
 
     @property
     def total_requests(self) -> int | None:
@@ -94,24 +101,6 @@ class BenchConfig:
             raise bad(f"endpoint must be auto, chat or completions, got {self.endpoint!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
-    phase: str  # "warmup" | "measure" | "done"
-    ok: int
-    failed: int
-    in_flight: int
-    total: int | None  # requests of this phase; None in duration mode
-    elapsed_s: float
-    duration_s: float | None  # the duration limit, if any
-    output_tokens: int  # tokens of this phase so far: finished requests' usage, in-flight estimates
-    tokens_per_s: float | None  # output_tokens / elapsed_s
-    recent_tokens_per_s: float | None  # tokens that arrived in the last RECENT_S seconds / RECENT_S
-
-    @property
-    def done(self) -> int:
-        return self.ok + self.failed
-
-
 @dataclass
 class BenchResult:
     config: BenchConfig
@@ -124,13 +113,16 @@ class BenchResult:
     window_start_wall: float  # time.time(): match /server_info counter reads and log lines to these
     window_end_wall: float
     not_sent: int = 0
+    cancelled: int = 0  # in flight when the run was stopped (Ctrl-C): not measured
+    interrupted: bool = False
 
     @property
     def duration_s(self) -> float:
         return self.window_end - self.window_start
 
     def summary(self) -> dict[str, Any]:
-        return summarize(self.records, self.window_start, self.window_end, speculative=self.config.speculative)
+        return summarize(self.records, self.window_start, self.window_end, speculative=self.config.speculative,
+                         goodput=self.config.goodput or None)
 
     def to_json(self) -> dict[str, Any]:
         """The contract's bench fields this layer owns (server/spec/baseline/speedup are added by the
@@ -138,10 +130,16 @@ class BenchResult:
         c = self.config
         s = self.summary()
         s["requests"]["not_sent"] = self.not_sent
+        s["requests"]["cancelled"] = self.cancelled
         workload = {"prompts": self.prompts, "requests": c.total_requests, "concurrency": c.concurrency,
                     "rate": c.rate, "max_tokens": c.max_tokens, "temperature": c.temperature,
-                    "duration_limit_s": c.duration_s, "warmup": c.warmup, "model": self.server.model}
-        return {"workload": workload, **s,
+                    "duration_limit_s": c.duration_s, "warmup": c.warmup, "model": self.server.model,
+                    "ignore_eos": c.ignore_eos, "seed": c.seed, "flush_cache": c.flush_cache}
+        if c.extra_body:
+            workload["extra_request_body"] = c.extra_body
+        if c.extra_headers:
+            workload["headers"] = sorted(c.extra_headers)  # names only: a header may carry a secret
+        return {"workload": workload, **s, "interrupted": self.interrupted,
                 "window": {"start": self.window_start_wall, "end": self.window_end_wall}}
 
     def per_request_spec(self) -> list[dict[str, Any] | None]:
@@ -149,56 +147,11 @@ class BenchResult:
         return [r.spec.to_json() if r.spec else None for r in self.records]
 
 
-class _Live:
-    """Counters for the progress callback. Chunks whose token count the server did not report are
-    scaled by the tokens per such chunk of the requests finished so far (1.0 until one finishes), so
-    the live figures are not off by the accept length under speculation."""
-
-    def __init__(self, phase: str, total: int | None, duration: float | None) -> None:
-        self.phase, self.total, self.duration = phase, total, duration
-        self.start = time.perf_counter()
-        self.records: list[RequestRecord] = []
-        self.active: set[int] = set()
-        self.arrivals: deque[tuple[float, int, bool]] = deque()  # (time, tokens or chunks, known)
-
-    def on_tokens(self, t: float, n: int | None) -> None:
-        self.arrivals.append((t, 1 if n is None else n, n is not None))
-
-    def snapshot(self, phase: str | None = None) -> Progress:
-        now = time.perf_counter()
-        while self.arrivals and self.arrivals[0][0] < now - RECENT_S:
-            self.arrivals.popleft()
-        ok = failed = tokens = unknown_chunks = 0
-        calib_tokens = calib_chunks = 0
-        for r in self.records:
-            if r.index in self.active:
-                tokens += r.streamed_tokens
-                unknown_chunks += r.streamed_unknown
-            elif r.ok:
-                ok += 1
-                tokens += r.output_tokens or 0
-                if r.streamed_unknown:
-                    calib_tokens += (r.output_tokens or 0) - r.streamed_tokens
-                    calib_chunks += r.streamed_unknown
-            else:
-                failed += 1
-        per_chunk = calib_tokens / calib_chunks if calib_chunks and calib_tokens > 0 else 1.0
-        tokens_f = tokens + unknown_chunks * per_chunk
-        elapsed = now - self.start
-        recent = None
-        if elapsed > 0:
-            recent = sum(n if known else n * per_chunk for _, n, known in self.arrivals) / min(RECENT_S, elapsed)
-        return Progress(phase or self.phase, ok, failed, len(self.active), self.total, elapsed, self.duration,
-                        round(tokens_f), tokens_f / elapsed if elapsed > 0 else None, recent)
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
 class _Runner:
-    def __init__(self, config: BenchConfig, prompts: PromptSet, http: httpx.AsyncClient, model: str,
-                 on_progress: ProgressCallback | None, progress_interval_s: float) -> None:
-        self.c, self.http, self.model = config, http, model
+    def __init__(self, config: BenchConfig, prompts: PromptSet, http: aiohttp.ClientSession, model: str,
+                 on_progress: ProgressCallback | None, progress_interval_s: float,
+                 stop: asyncio.Event | None = None) -> None:
+        self.c, self.http, self.model, self.stop = config, http, model, stop
         self.on_progress, self.interval = on_progress, progress_interval_s
         self.base = normalize_base_url(config.base_url)
         order = list(prompts.prompts)
@@ -213,7 +166,7 @@ class _Runner:
 
     async def _one(self, live: _Live, index: int, prompt: Prompt, warmup: bool) -> RequestRecord:
         endpoint = self._endpoint(prompt)
-        rec = RequestRecord(index, prompt.id, endpoint, warmup)
+        rec = RequestRecord(index, prompt.id, endpoint, warmup, expected_input_tokens=prompt.input_len)
         live.records.append(rec)
         live.active.add(index)
         try:
@@ -221,7 +174,8 @@ class _Runner:
             body = build_payload(prompt, endpoint=endpoint, model=self.model, max_tokens=self.c.max_tokens,
                                  temperature=self.c.temperature, ignore_eos=self.c.ignore_eos,
                                  spec_details=self.c.spec_details, extra=self.c.extra_body)
-            return await stream_request(self.http, self.base + path, body, rec, on_tokens=live.on_tokens)
+            return await stream_request(self.http, self.base + path, body, rec, on_tokens=live.on_tokens,
+                                        headers=self.c.extra_headers or None)
         finally:
             live.active.discard(index)
 
@@ -245,9 +199,12 @@ class _Runner:
                 async with self.slots or contextlib.nullcontext():
                     return await self._one(live, i, prompt, True)
 
-            records = list(await asyncio.gather(*(one(i) for i in range(n))))
+            gathered, stopped = await self._until_stopped(asyncio.gather(*(one(i) for i in range(n))))
         finally:
             tick.cancel()
+        if stopped:
+            raise BenchInterrupted("interrupted during the warm-up: nothing was measured")
+        records = list(gathered)
         if self.on_progress is not None:
             self.on_progress(live.snapshot())
         if not any(r.ok for r in records):
@@ -257,7 +214,26 @@ class _Runner:
                                     "check the server log")
         return records
 
-    async def measure(self) -> tuple[list[RequestRecord], float, float, float, int]:
+    async def _until_stopped(self, aw: Any) -> tuple[Any, bool]:
+        """Await `aw` (a task); when `stop` is set first, cancel it: (its result or None, stopped)."""
+        task = asyncio.ensure_future(aw)
+        if self.stop is None:
+            return await task, False
+        stopper = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            stopper.cancel()
+        if task.done():
+            return task.result(), False
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return None, True
+
+    async def measure(self) -> tuple[list[RequestRecord], float, float, float, int, int]:
         c = self.c
         live = _Live("measure", c.total_requests, c.duration_s)
         rng = random.Random(c.seed + 1)
@@ -283,7 +259,7 @@ class _Runner:
                 assert self.slots is not None
                 self.slots.release()
 
-        try:
+        async def drive() -> list[RequestRecord | None]:
             i, next_t = 0, start
             while c.total_requests is None or i < c.total_requests:
                 if deadline is not None and time.perf_counter() >= deadline:
@@ -303,18 +279,28 @@ class _Runner:
                         wait = min(wait, deadline - time.perf_counter())
                     if wait > 0:
                         await asyncio.sleep(wait)
-            done = await asyncio.gather(*tasks)
+            return list(await asyncio.gather(*tasks))
+
+        try:
+            done, stopped = await self._until_stopped(drive())
         except BaseException:
             for t in tasks:
                 t.cancel()
             raise
         finally:
             tick.cancel()
+        cancelled = 0
+        if stopped:  # what completed counts; what was in flight is cancelled, not measured
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            done = [r for r in live.records if r.end is not None]
+            cancelled = len(live.records) - len(done)
         end = max((r.end for r in done if r is not None and r.end is not None), default=time.perf_counter())
         records = sorted((r for r in done if r is not None), key=lambda r: r.index)
         if self.on_progress is not None:
             self.on_progress(live.snapshot("done"))
-        return records, start, end, start_wall, not_sent
+        return records, start, end, start_wall, not_sent, (cancelled if stopped else -1)
 
     async def _acquire(self, deadline: float | None) -> bool:
         """Take a concurrency slot; False (and no slot held) when the deadline passes first."""
@@ -333,28 +319,42 @@ class _Runner:
 
 
 async def run_bench(config: BenchConfig, prompts: PromptSet, *, on_progress: ProgressCallback | None = None,
-                    progress_interval_s: float = 0.25, transport: httpx.AsyncBaseTransport | None = None,
-                    ) -> BenchResult:
-    """Probe /v1/models, warm up, run the measured window. Raises BenchConfigError (exit 2) for bad
-    options and a BenchError (exit 1) when the server cannot be benchmarked; failed requests are
-    counted in the result, never raised."""
+                    progress_interval_s: float = 0.25, stop: asyncio.Event | None = None) -> BenchResult:
+    """Probe /v1/models, warm up, (flush the cache,) run the measured window. Raises BenchConfigError
+    (exit 2) for bad options and a BenchError (exit 1) when the server cannot be benchmarked; failed
+    requests are counted in the result, never raised. `stop` set: see the module docstring."""
     config.validate()
     if config.endpoint == "completions" and any(p.is_chat for p in prompts.prompts):
         raise BenchConfigError("the completions endpoint takes plain prompts; these prompts are chat "
                                "messages (use the chat endpoint)")
     base = normalize_base_url(config.base_url)
-    conns = (config.concurrency or 0) + 4 if config.concurrency else None
-    limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
-    timeout = httpx.Timeout(config.request_timeout_s, connect=10.0, pool=None)
-    async with httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport,
-                                 headers=auth_headers(config.api_key), trust_env=False) as http:
+    conns = (config.concurrency or 0) + 4 if config.concurrency else 0  # 0: no limit
+    connector = aiohttp.TCPConnector(limit=conns, limit_per_host=0, ttl_dns_cache=300)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=config.request_timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=auth_headers(config.api_key),
+                                     trust_env=False, read_bufsize=2**20, auto_decompress=False) as http:
         probe = await probe_server(http, base)
-        runner = _Runner(config, prompts, http, config.model or probe.model, on_progress, progress_interval_s)
+        runner = _Runner(config, prompts, http, config.model or probe.model, on_progress, progress_interval_s,
+                         stop)
         warm = await runner.warmup()
-        records, start, end, start_wall, not_sent = await runner.measure()
+        if config.flush_cache:
+            await flush_cache(http, base)
+        records, start, end, start_wall, not_sent, cancelled = await runner.measure()
     return BenchResult(config=config, prompts=prompts.name, server=probe, records=records, warmup_records=warm,
                        window_start=start, window_end=end, window_start_wall=start_wall,
-                       window_end_wall=start_wall + (end - start), not_sent=not_sent)
+                       window_end_wall=start_wall + (end - start), not_sent=not_sent,
+                       cancelled=max(0, cancelled), interrupted=cancelled >= 0)
+
+
+async def flush_cache(http: aiohttp.ClientSession, base: str) -> None:
+    """SGLang's POST /flush_cache (as bench_serving's --flush-cache); a BenchError when it is refused."""
+    try:
+        status, text = await post_json(http, f"{base}/flush_cache", params={"timeout": "60"})
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise BenchError(f"--flush-cache: POST {base}/flush_cache failed ({type(exc).__name__})") from None
+    if status != 200:
+        raise BenchError(f"--flush-cache: POST {base}/flush_cache answered HTTP {status}"
+                         f"{': ' + text.strip() if text.strip() else ''} (the server would not flush its cache)")
 
 
 def config_json(config: BenchConfig) -> dict[str, Any]:

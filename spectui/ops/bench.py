@@ -52,6 +52,7 @@ class BenchPlan:
     server_port: int | None = None
     baseline_tps: float | None = None
     history_path: Path | str | None = None  # the launch history file; bench.jsonl goes beside it
+    details: bool = False  # `per_request` in the result: every measured request's figures and ITLs
 
 
 @dataclass
@@ -225,15 +226,16 @@ async def reach(host: Host, plan: BenchPlan) -> tuple[Server, ServerProbe]:
 
 
 async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], None] | None = None,
-              on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The whole bench; returns the contract's JSON object (history_id included)."""
-    server, out = await measure(host, plan, on_progress=on_progress, on_phase=on_phase)
+              on_phase: Callable[[str], None] | None = None, stop: Any = None) -> dict[str, Any]:
+    """The whole bench; returns the contract's JSON object (history_id included). `stop` (an
+    asyncio.Event, Ctrl-C): the requests that completed are measured and recorded, `interrupted` true."""
+    server, out = await measure(host, plan, on_progress=on_progress, on_phase=on_phase, stop=stop)
     out["history_id"] = record(host.name, server, out, plan.history_path)
     return out
 
 
 async def measure(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], None] | None = None,
-                  on_phase: Callable[[str], None] | None = None) -> tuple[Server, dict[str, Any]]:
+                  on_phase: Callable[[str], None] | None = None, stop: Any = None) -> tuple[Server, dict[str, Any]]:
     """Warm up and measure one window; the contract's object without history_id (nothing recorded)."""
     server, probe = await reach(host, plan)
     try:
@@ -242,14 +244,14 @@ async def measure(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progres
         if config.warmup:
             if on_phase:
                 on_phase("warmup")
-            warm = replace(config, requests=config.warmup, duration_s=None, rate=None, warmup=0)
-            await run_bench(warm, plan.prompts, on_progress=on_progress)
+            warm = replace(config, requests=config.warmup, duration_s=None, rate=None, warmup=0, flush_cache=False)
+            await run_bench(warm, plan.prompts, on_progress=on_progress, stop=stop)
         log = _LogMark(host, server.proc.log_path if server.proc else None)
         before_off = await log.size()
         before = read_counters(await _info(probe)) if server.speculative else None
         if on_phase:
             on_phase("measure")
-        result = await run_bench(replace(config, warmup=0), plan.prompts, on_progress=on_progress)
+        result = await run_bench(replace(config, warmup=0), plan.prompts, on_progress=on_progress, stop=stop)
         after = read_counters(await _info(probe)) if before is not None else None
         after_off = await log.size()
         data = b""
@@ -324,6 +326,13 @@ def history_baseline(host: str, model: str | None, workload: dict[str, Any],
     return None
 
 
+def robust_mean(res: dict[str, Any]) -> float | None:
+    """A recorded per-request mean, only under today's definition: records before it averaged 1/TPOT per
+    request, where one single-chunk answer could inflate the mean a hundredfold (no speedup from those)."""
+    per = res.get("per_request_tokens_per_s") or {}
+    return per.get("mean") if per.get("definition") == "decode_tokens_over_decode_time" else None
+
+
 def assemble(host_name: str, server: Server, plan: BenchPlan, result: BenchResult, before: tuple[int, int] | None,
              after: tuple[int, int] | None, log_data: bytes) -> dict[str, Any]:
     body = result.to_json()
@@ -334,6 +343,8 @@ def assemble(host_name: str, server: Server, plan: BenchPlan, result: BenchResul
         **body,
         "spec": spec_block(server, result, before, after, log_data),
     }
+    if plan.details:
+        out["per_request"] = [{**r.to_json(), "itls": [round(x, 6) for x in r.itls]} for r in result.records]
     baseline = None
     if plan.baseline_tps is not None:
         baseline = {"output_tokens_per_s": plan.baseline_tps, "per_request_tokens_per_s": {"mean": None},
@@ -363,6 +374,7 @@ def record(host_name: str, server: Server, out: dict[str, Any], history_path: Pa
     import json
 
     bench_id = uuid.uuid4().hex[:12]
+    out = {k: v for k, v in out.items() if k != "per_request"}  # details go to --output-file, not history
     line = {"id": bench_id, "time": now_iso(), "host": host_name, "pid": server.proc.pid if server.proc else None,
             "port": server.port, "model": out["workload"].get("model"),
             "draft": draft_path(server.proc.argv) if server.proc else None, "result": {**out, "history_id": bench_id}}

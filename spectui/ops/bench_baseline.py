@@ -85,6 +85,34 @@ async def _speculating(host: Host, port: int, addr: str, api_key: str | None) ->
     return str(algo) if algo else None
 
 
+async def preview(host: Host, plan: BenchPlan) -> str:
+    """What `--baseline` will do to this server, as the operator confirms it (like `relaunch`): the two
+    benches, the relaunch without speculation (its diff and verdict) and the restore. Changes nothing."""
+    from spectui.ops.bench import find_server
+    from spectui.ops.plan import Edits
+    from spectui.ops.relaunch import prepare
+
+    proc = await find_server(host, plan.pid, plan.server_port)
+    if proc is None:
+        raise UsageError("--baseline needs the server's process to relaunch it: give --pid (or run it on a "
+                         "host where spectui can see its command line)")
+    flags = speculative_flags(list(proc.argv))
+    if not flags:
+        raise UsageError(f"pid {proc.pid} runs without --speculative-* flags: --baseline measures the speedup "
+                         "of a speculative server (run plain `spectui bench` for this one)")
+    off = await prepare(host, Edits(unsets=tuple(f[2:] for f in flags)), pid=proc.pid)
+    c = plan.config
+    size = f"{c.requests} requests" if c.requests else (f"{c.duration_s:g} s" if c.duration_s else "64 requests")
+    return "\n".join([
+        f"bench --baseline on {host.name}, pid {proc.pid} (port {proc.port}):",
+        f"  1. bench it as it runs: {plan.prompts.name}, {size}, concurrency {c.concurrency or 'unlimited'}",
+        f"  2. RESTART it without {', '.join(flags)} (requests in flight from other clients fail):",
+        *("     " + line for line in off.render().splitlines()),
+        "  3. bench the same workload without speculation",
+        "  4. RESTART it with its original command and check it is healthy and speculating again",
+    ])
+
+
 def measured_baseline(base: dict[str, Any], base_id: str | None, pid: int | None) -> dict[str, Any]:
     per = base.get("per_request_tokens_per_s") or {}
     return {"output_tokens_per_s": base.get("output_tokens_per_s"),
@@ -170,6 +198,7 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
         spec_out["baseline"] = measured_baseline(base_out, base_id, base_server.proc.pid if base_server.proc
                                                  else None)
         spec_out["speedup"] = speedup(spec_out, spec_out["baseline"])
+    spec_out["server"]["now_pid"] = restored.get("pid")  # the measured one was stopped by the relaunch
     spec_out["baseline_run"] = {
         "unset": list(flags), "baseline_pid": off.new.pid if off is not None else None,
         "baseline_launch_id": off.history_id if off is not None else None, "restored": restored,

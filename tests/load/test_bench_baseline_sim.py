@@ -71,7 +71,7 @@ def server_info(port: int) -> dict:
 def test_baseline_relaunches_without_speculation_and_restores(tmp_path: Path, state: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     with detached_sim(tmp_path) as (port, pid):
-        code = main(["bench", "local", "--server-port", str(port), "--baseline", "--requests", "8",
+        code = main(["bench", "local", "--server-port", str(port), "--baseline", "--yes", "--requests", "8",
                      "--max-tokens", "32", "--json"])
         cap = capsys.readouterr()
         assert code == 0, cap.err
@@ -81,6 +81,7 @@ def test_baseline_relaunches_without_speculation_and_restores(tmp_path: Path, st
         base_pid, restored = run["baseline_pid"], run["restored"]
         assert base_pid not in (None, pid) and restored["pid"] not in (None, pid, base_pid)  # changed twice
         assert restored["healthy"] is True and restored["speculative_algorithm"] == "EAGLE3"
+        assert out["server"]["now_pid"] == restored["pid"]  # the measured pid was stopped: which runs now
         info = server_info(port)
         assert info["speculative_algorithm"] == "EAGLE3"
         assert _sims_on(port) == [restored["pid"]]

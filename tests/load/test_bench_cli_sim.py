@@ -93,7 +93,7 @@ def window_log_accept(s: Sim, run) -> tuple[dict, float]:  # type: ignore[no-unt
 
 def check_common(out: dict) -> None:
     assert set(out) >= CONTRACT_KEYS
-    assert out["requests"] == {"ok": 16, "failed": 0, "errors": {}, "not_sent": 0}
+    assert out["requests"] == {"ok": 16, "failed": 0, "errors": {}, "not_sent": 0, "cancelled": 0}
     assert out["output_tokens"] == 16 * 64  # the sim always generates max_tokens
     assert out["output_tokens_per_s"] == pytest.approx(out["output_tokens"] / out["duration_s"], rel=2e-3)
     w = out["workload"]
@@ -170,5 +170,5 @@ def test_bench_bad_prompts_file_is_exit_2_one_line(sim: Sim, capsys, tmp_path: P
 def test_bench_unreachable_port_and_baseline_flag_are_exit_2(capsys) -> None:
     code, out, err = bench(capsys, "--server-port", str(free_port()), "--requests", "2", "--json")
     assert code == 2 and out is None and len(err.strip().splitlines()) == 1 and "--server-port" in err
-    code, out, err = bench(capsys, "--server-port", str(free_port()), "--baseline")
+    code, out, err = bench(capsys, "--server-port", str(free_port()), "--baseline", "--yes")
     assert code == 2 and "--server-port" in err and len(err.strip().splitlines()) == 1  # nothing relaunched

@@ -69,7 +69,8 @@ async def test_broken_streams_have_error_kinds(events, close_early: bool, kind: 
         return models_reply() if req.path == "/v1/models" else Reply(events=events, close_early=close_early)
 
     res, _ = await bench(handler, requests=2)
-    assert res.to_json()["requests"] == {"ok": 0, "failed": 2, "errors": {kind: 2}, "not_sent": 0}
+    assert res.to_json()["requests"] == {"ok": 0, "failed": 2, "errors": {kind: 2}, "not_sent": 0,
+                                                "cancelled": 0}
     assert res.to_json()["output_tokens_per_s"] is None
 
 
@@ -138,7 +139,12 @@ async def test_continuous_usage_gives_per_chunk_tokens_and_real_gaps() -> None:
     r = res.records[0]
     assert r.chunk_tokens == [1, 3, 2, 3] and r.output_tokens == 9
     assert 0.025 <= r.ttft <= 0.5  # the reasoning text, 30 ms in, is the first token
-    assert len(r.itls) == 3 and all(0.03 <= g <= 0.5 for g in r.itls)  # each chunk sent 40 ms apart
+    gaps = r.chunk_gaps
+    assert len(gaps) == 3 and all(0.03 <= g <= 0.5 for g in gaps)  # each chunk sent 40 ms apart
+    # bench_serving's ITL: the chunks after the first carry 3, 2 and 3 tokens: each gap split over them
+    assert r.itls == pytest.approx([gaps[0] / 3] * 3 + [gaps[1] / 2] * 2 + [gaps[2] / 3] * 3)
+    assert r.token_counts()[1] == "server"
+    assert r.decode_tokens_per_s == pytest.approx(8 / sum(gaps))
     assert r.tpot == pytest.approx((r.e2e - r.ttft) / 8)
 
 

@@ -24,7 +24,8 @@ def test_percentile_is_numpys_linear_default() -> None:
     assert percentile(xs, 90) == pytest.approx(7.6)
     assert percentile(xs, 99) == pytest.approx(9.76)
     assert percentile([5.0], 99) == 5.0
-    assert distribution([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert distribution([]) == {"mean": None, "p50": None, "p90": None, "p95": None, "p99": None, "std": None,
+                                "max": None}
 
 
 def test_request_figures_follow_bench_serving() -> None:
@@ -32,8 +33,11 @@ def test_request_figures_follow_bench_serving() -> None:
     assert r.ttft == pytest.approx(0.1)
     assert r.e2e == pytest.approx(0.6)
     assert r.tpot == pytest.approx(0.5 / 10)  # (e2e - ttft) / (output_tokens - 1)
-    assert r.decode_tokens_per_s == pytest.approx(20.0)
-    assert r.itls == pytest.approx([0.1, 0.3])  # one gap per chunk, not per token
+    # 11 tokens, counts unknown: the first chunk 1, the other 10 spread 5 + 5 (estimated)
+    assert r.token_counts() == ([1, 5, 5], "estimated")
+    assert r.decode_tokens_per_s == pytest.approx(10 / 0.4)  # tokens after the first chunk / their time
+    assert r.chunk_gaps == pytest.approx([0.1, 0.3])  # one gap per chunk
+    assert r.itls == pytest.approx([0.02] * 5 + [0.06] * 5)  # bench_serving: a gap split over its tokens
     one = rec(1, 0.0, [0.2], 0.2, tokens=1)
     assert one.tpot is None and one.decode_tokens_per_s is None
 
@@ -49,10 +53,12 @@ def test_summary_counts_failures_and_uses_the_window() -> None:
     assert s["duration_s"] == 2.0
     assert s["ttft_ms"]["mean"] == pytest.approx(150.0)
     assert s["e2e_ms"]["p50"] == pytest.approx(1250.0)
-    assert s["itl_ms"]["mean"] == pytest.approx(1000 * (0.1 + 0.2 + 0.2) / 3, abs=1e-3)  # 3 decimals
+    # per-token ITL: 9 + 19 tokens after the first chunks share 0.1 + 0.4 s of gaps
+    assert s["itl_ms"]["mean"] == pytest.approx(1000 * 0.5 / 28, abs=1e-3)  # 3 decimals
+    assert s["chunk_gap_ms"]["mean"] == pytest.approx(1000 * (0.1 + 0.2 + 0.2) / 3, abs=1e-3)
     tpots = [0.9 / 9, 1.3 / 19]
     assert s["tpot_ms"]["mean"] == pytest.approx(1000 * sum(tpots) / 2, abs=1e-3)
-    assert s["per_request_tokens_per_s"]["mean"] == pytest.approx((1 / tpots[0] + 1 / tpots[1]) / 2, abs=1e-3)
+    assert s["per_request_tokens_per_s"]["mean"] == pytest.approx(28 / 0.5, abs=1e-3)  # Σ tokens / Σ time
 
 
 def test_no_peak_for_speculative_runs() -> None:
