@@ -10,6 +10,7 @@ from spectui.bundle.errors import (
     BundleChecksumError,
     BundleCorruptError,
     BundleError,
+    BundleTooLargeError,
     BundleTruncatedError,
     BundleVersionError,
     NotABundleError,
@@ -29,7 +30,7 @@ from spectui.bundle.writer import BundleParts, BundleWriter, write_bundle
 
 __all__ = [
     "FORMAT_VERSION", "REPORT_CAP", "Bundle", "BundleChecksumError", "BundleCorruptError", "BundleError",
-    "BundleParts", "BundleTruncatedError", "BundleVersionError", "BundleWriter", "Manifest", "Masker",
+    "BundleParts", "BundleTooLargeError", "BundleTruncatedError", "BundleVersionError", "BundleWriter", "Manifest", "Masker",
     "MemberInfo", "NotABundleError", "ReplayEvent", "ReportInput", "SeriesPoint", "Snapshot", "Window",
     "decode_summary", "differences", "find_first_error", "is_bundle", "read_bundle", "render_report",
     "report_input_from_bundle", "report_input_from_check", "write_bundle",

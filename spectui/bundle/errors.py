@@ -5,7 +5,9 @@ BundleError                       base: a file that cannot be used as a bundle
 ├── BundleVersionError            made by a newer spectui (format_version above what this one reads)
 └── BundleCorruptError            the bundle's bytes are damaged
     ├── BundleTruncatedError      cut short (incomplete gzip/tar, or a member listed in the manifest is missing)
-    └── BundleChecksumError       a member's size or sha256 differs from the manifest
+    ├── BundleChecksumError       a member's size or sha256 differs from the manifest
+    └── BundleTooLargeError       more data than the format allows (a member over its cap, a gzip bomb, or
+                                  bytes the manifest does not account for): refused before it is read
 """
 
 from __future__ import annotations
@@ -52,3 +54,7 @@ class BundleChecksumError(BundleCorruptError):
     def __init__(self, message: str, *, member: str) -> None:
         super().__init__(message)
         self.member = member
+
+
+class BundleTooLargeError(BundleCorruptError):
+    pass

@@ -108,26 +108,46 @@ _KNOWN = {"format", "format_version", "spectui_version", "sglang_version", "crea
           "window", "members", "masked", "log"}
 
 
+def _opt(obj: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise ValueError(f"{key} is a {type(value).__name__}")
+    return value
+
+
 def manifest_from_json(obj: dict[str, Any]) -> Manifest:
-    """A validated manifest; raises ValueError (the reader words it) on a malformed one."""
+    """A validated manifest; raises ValueError (the reader words it) on a malformed one: a field of the
+    wrong type is refused here, not met later as a traceback."""
     members = []
-    for m in obj.get("members") or []:
+    raw_members = obj.get("members") or []
+    if not isinstance(raw_members, list):
+        raise ValueError("members is not a list")
+    for m in raw_members:
         if not isinstance(m, dict) or not isinstance(m.get("name"), str):
             raise ValueError("a member entry has no name")
-        if not isinstance(m.get("size"), int) or not isinstance(m.get("sha256"), str):
+        size, digest = m.get("size"), m.get("sha256")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or not isinstance(digest, str):
             raise ValueError(f"member {m['name']} has no size or sha256")
-        members.append(MemberInfo(m["name"], m["size"], m["sha256"].lower(), m.get("t")))
+        members.append(MemberInfo(m["name"], size, digest.lower(), _opt(m, "t", int | float)))
     window = obj.get("window") or {}
+    if not isinstance(window, dict):
+        raise ValueError("window is not an object")
     created = obj.get("created_t")
+    masked = obj.get("masked") or []
+    if not isinstance(masked, list):
+        raise ValueError("masked is not a list")
+    version = obj["format_version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError("format_version is not an integer")
     return Manifest(
-        format_version=int(obj["format_version"]),
+        format_version=version,
         spectui_version=str(obj.get("spectui_version") or "unknown"),
-        sglang_version=obj.get("sglang_version"),
-        created=float(created) if isinstance(created, int | float) else 0.0,
-        target=obj.get("target"),
-        window=Window(window.get("start_t"), window.get("end_t")),
+        sglang_version=_opt(obj, "sglang_version", str),
+        created=float(created) if isinstance(created, int | float) and not isinstance(created, bool) else 0.0,
+        target=_opt(obj, "target", str),
+        window=Window(_opt(window, "start_t", int | float), _opt(window, "end_t", int | float)),
         members=tuple(members),
-        masked=tuple(m for m in obj.get("masked") or [] if isinstance(m, dict) and "name" in m),
+        masked=tuple(m for m in masked if isinstance(m, dict) and isinstance(m.get("name"), str)),
         log=obj.get("log") if isinstance(obj.get("log"), dict) else {},
         extra={k: v for k, v in obj.items() if k not in _KNOWN},
     )

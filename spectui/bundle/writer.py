@@ -24,6 +24,8 @@ from typing import Any
 from spectui.bundle import manifest as mf
 from spectui.bundle.logcut import DEFAULT_LOG_BUDGET, cut_log
 from spectui.bundle.masking import Masker
+from spectui.core.limits import MAX_LOG_BUDGET
+from spectui.errors import InputError
 
 SERIES_FIELDS = ("t", "accept_len", "gen_tokens_per_s", "running_req", "queue_req")
 _SERIES_ALIASES = {
@@ -113,6 +115,9 @@ def _launch_member(masker: Masker, launch: Mapping[str, Any]) -> dict[str, Any]:
 def build_members(parts: BundleParts, masker: Masker) -> tuple[list[tuple[mf.MemberInfo, bytes]], dict]:
     """The members' final (masked) bytes in archive order, and the manifest's log info."""
     log = parts.log.encode("utf-8", "surrogateescape") if isinstance(parts.log, str) else bytes(parts.log)
+    if not 0 < parts.log_budget <= MAX_LOG_BUDGET:  # what a reader accepts (docs/BUNDLE.md "Limits")
+        raise InputError(f"--log-bytes {parts.log_budget:,}: the log budget of a bundle is at most "
+                         f"{MAX_LOG_BUDGET >> 20} MiB")
     _harvest(masker, parts)
     body, log_info = cut_log(log, parts.log_budget, start_offset=parts.log_start_offset)
     # The whole log for flag values, URLs and token shapes; `name=value` only in the kept lines.

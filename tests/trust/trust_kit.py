@@ -75,3 +75,46 @@ def send(h: BaseHTTPRequestHandler, body: bytes, status: int = 200, ctype: str =
     h.send_header("Content-Length", str(len(body)))
     h.end_headers()
     h.wfile.write(body)
+
+
+# ---------------------------------------------------------------------------------------------- bundles
+
+def _octal(n: int, width: int) -> bytes:
+    return (b"%0*o" % (width - 1, n)) + b"\0"
+
+
+def tar_entry(name: str, data: bytes = b"", *, declared: int | None = None) -> bytes:
+    """One tar entry (header + data padded to 512); `declared` overrides the size in the header."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.size = len(data) if declared is None else declared
+    body = data + b"\0" * (-len(data) % 512)
+    return info.tobuf(tarfile.GNU_FORMAT) + body
+
+
+def sparse_entry(name: str, real_size: int) -> bytes:
+    """An old-GNU sparse entry ('S'): no data stored, `real_size` bytes of zeros when extracted."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.GNUTYPE_SPARSE
+    info.size = 0
+    buf = bytearray(info.tobuf(tarfile.GNU_FORMAT))
+    buf[386:398] = _octal(real_size - 1, 12)  # one map entry: 0 bytes at the very end
+    buf[398:410] = _octal(0, 12)
+    buf[483:495] = _octal(real_size, 12)  # realsize
+    buf[148:156] = b" " * 8
+    buf[148:156] = b"%06o\0 " % sum(buf[:512])
+    return bytes(buf)
+
+
+def manifest_bytes(members: list[tuple[str, int]], **extra: object) -> bytes:
+    import json
+
+    obj = {"format": "spectui-bundle", "format_version": 1, "spectui_version": "0.1.0",
+           "members": [{"name": n, "size": s, "sha256": "0" * 64} for n, s in members], **extra}
+    return json.dumps(obj).encode()
+
+
+END_OF_TAR = b"\0" * 1024
