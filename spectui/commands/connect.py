@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fleet-map", metavar="FILE",
                         help="with --prometheus: 'INSTANCE SSH-TARGET' a line (default: the instance's host)")
     parser.add_argument("--baseline-tps", type=float, metavar="TPS",
-                        help="decode tok/s without speculation at the server's load (bench's output tok/s at "
-                             "the same concurrency): the speculative panel shows ×N vs no speculation")
+                        help="decode tok/s of one request without speculation (a single stream): the speculative "
+                             "panel shows ×N per request vs no speculation while one request runs, and says a "
+                             "baseline at that concurrency is needed otherwise")
     parser.add_argument("--log", metavar="PATH", help="the server's log file on that host (default: discovered)")
     parser.add_argument("--pid", type=int, metavar="PID", help="which SGLang server, when the host runs several")
     parser.add_argument("--server-port", type=int, metavar="N",

@@ -24,8 +24,11 @@ REQUESTS, CONCURRENCY, MAX_TOKENS = 32, 4, 128  # a quick look, not a study: `sp
 
 def cockpit_baseline(session: Any, tps: float | None, source: str | None) -> dict[str, Any]:
     """Keyword arguments for Cockpit: the baseline given, else one recorded in bench history."""
-    if tps is not None:
-        return {"baseline_tps": tps, "baseline_source": source or "given"}
+    if tps is not None:  # a given --baseline-tps of unknown load is a single stream's (#23)
+        from spectui.core.rules import BaselineTps
+
+        given = tps if getattr(tps, "running", None) else BaselineTps(float(tps), running=1)
+        return {"baseline_tps": given, "baseline_source": source or "given"}
     if getattr(session, "host", None) is None or getattr(session, "replay", False):
         return {}
     from spectui.ops.bench_baseline import known_baseline

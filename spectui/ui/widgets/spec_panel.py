@@ -105,19 +105,27 @@ class SpecPanel(Widget):
 
     @staticmethod
     def _versus(t: Text, tps: float | None, running: Any, d: SpecData) -> None:
-        """`×0.83 vs no speculation` (red below 1): the same ratio SPEC026 judges (core.rules.match), so
-        nothing when the baseline was measured at another concurrency."""
-        from spectui.core.rules import baseline_ratio
+        """`×0.83 per request vs no speculation at 1 running` (red below 1): per-request decode speed against a
+        baseline measured at the same concurrency — the ratio SPEC026 judges (core.rules.baseline_ratio). A
+        baseline whose concurrency is not known (`--baseline-tps T`) is a single stream's: compared only
+        while one request runs. Otherwise no number: `× needs a baseline at concurrency N` (#23)."""
+        from spectui.core.rules import BaselineTps, baseline_ratio
 
         if d.baseline is None:
             return
-        ratio = baseline_ratio(tps, running, d.baseline)
+        base = d.baseline if getattr(d.baseline, "running", None) else BaselineTps(float(d.baseline), running=1)
+        at = base.running
+        now = float(running) if isinstance(running, int | float) and running > 0 else None
+        ratio = baseline_ratio(tps, now, base) if now is not None else None
         if ratio is None:
-            t.append(f"  baseline {float(d.baseline):.0f} at another load", "dim")
+            need = f"{now:g}" if now is not None else "of this load (running unknown)"
+            t.append(f"  × needs a baseline at concurrency {need}", "dim")
+            t.append(f" (have {float(base):.0f} tok/s at {at:g})", "dim")
             return
+        ratio = (tps / now) / (float(base) / at)  # per request, like with like
         t.append("  ")
         t.append(f"×{ratio:.2f}", "bold red" if ratio < 1.0 else "bold green")
-        t.append(" vs no speculation")
+        t.append(f" per request vs no speculation at {now:g} running")
         if d.baseline_source:
             t.append(f" ({d.baseline_source})", "dim")
 
