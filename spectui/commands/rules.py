@@ -53,6 +53,8 @@ def _load_only(dirs: list[Path]) -> tuple[list[Any], list[str]]:
     seen: dict[str, str] = {}
     for directory in dirs:
         for path in sorted(directory.glob("*.toml")):
+            if path.name.startswith("_"):  # data next to the rules (a frame map), not a rule
+                continue
             rule, error = load_file(path, str(path))
             if error:
                 errors.append(error)
@@ -135,6 +137,10 @@ def _describe(node: Any, depth: int = 0) -> list[str]:
                 bits.append(f"{name} {value!r}")
         if node.exc_types:
             bits.append("type " + "|".join(sorted(node.exc_types)))
+        for name, word in (("subsystems", "died in"), ("through", "through"), ("outside", "not through")):
+            value = getattr(node, name, None)
+            if value:
+                bits.append(f"{word} " + "|".join(sorted(value)))
         for name in ("pattern", "message", "frame", "frame_file", "source", "exclude"):
             value = getattr(node, name)
             if value is not None:

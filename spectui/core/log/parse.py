@@ -241,7 +241,7 @@ class LogParser:
 
     def _starts_something(self, msg: str, colored: bool) -> bool:
         """An un-prefixed line that is its own record even inside a traceback."""
-        if colored or msg.startswith("usage: "):
+        if colored or msg.startswith("usage: ") or msg.startswith("Fatal Python error: "):
             return True
         if " batch" in msg and BATCH_RE.match(msg):
             return True
@@ -328,6 +328,12 @@ class LogParser:
             if hint in msg:
                 for pattern, label in logtexts.ONE_LINE_ERRORS:
                     if pattern.search(msg):
+                        if label == "FatalPythonError":
+                            # faulthandler prints the threads' stacks under it: collect them as frames
+                            pend = PendingEvent(line=n, ctx=ctx, headline=msg, label=label, label_msg=msg.strip())
+                            pend.recent_first = True
+                            self._pending = pend
+                            return
                         ev = ErrorEvent(line=n, ctx=ctx, exc_type=label, message=msg.strip(), end_line=n,
                                         headline=msg, lines=(msg,))
                         self._emit(ev, RecordKind.ERROR, out)

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 
 from spectui.core.log.records import ErrorEvent, Frame, LineContext
 
-FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<lineno>\d+), in (?P<func>.*)$')
+# Python's traceback: 'File "x.py", line 3, in f'; faulthandler's dump (after "Fatal Python error: "):
+# 'File "x.py", line 3 in f' (no comma, most recent call first).
+FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<lineno>\d+),? in (?P<func>.*)$')
+_THREAD_RE = re.compile(r"^\s*(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
 EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
     r"|Exception|KeyboardInterrupt|StopIteration|GeneratorExit))(?::(?: (?P<msg>.*))?)?\s*$"
@@ -43,6 +46,10 @@ class PendingEvent:
     # The traceback's own indentation (a paste indented as a whole): lines indented this much or less are
     # the header, the exception line and "During handling ..."; frames and source lines sit deeper.
     base_indent: int = 0
+    # faulthandler dumps (most recent call first), one block per thread: the crashing thread's block
+    # ("Current thread ...") is kept, innermost last like a traceback's frames.
+    recent_first: bool = False
+    in_other_thread: bool = False
 
     def __post_init__(self) -> None:
         self.end_line = self.line
@@ -67,8 +74,20 @@ class PendingEvent:
 
     def consume(self, msg: str) -> None:
         """Read frames and the exception line out of one traceback line."""
+        if self.recent_first and "(most recent call first)" in msg:
+            t = _THREAD_RE.match(msg)
+            if t is not None:
+                current = t.group("current") == "Current thread"
+                if current or not self.frames:
+                    self.frames.clear()
+                    self.in_other_thread = False
+                else:  # another thread after the one kept
+                    self.in_other_thread = True
+                return
         m = FRAME_RE.match(msg)
         if m is not None:
+            if self.in_other_thread:
+                return
             if len(self.frames) < MAX_FRAMES:
                 self.frames.append(Frame(m.group("file"), int(m.group("lineno")), m.group("func").strip()))
             self.last_was_frame = True
@@ -104,6 +123,8 @@ class PendingEvent:
                 self.exc_type, self.exc_msg = m.group("type"), (m.group("msg") or "").strip()
 
     def close(self) -> ErrorEvent:
+        if self.recent_first:
+            self.frames.reverse()
         exc_type = self.exc_type or self.label
         message = self.exc_msg if self.exc_type is not None else (self.label_msg or self.headline.strip())
         return ErrorEvent(

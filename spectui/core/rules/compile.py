@@ -66,6 +66,9 @@ class CLog:
     milestone: str | None
     exclude: re.Pattern[str] | None
     source: re.Pattern[str] | None
+    subsystems: frozenset[str] | None = None
+    through: frozenset[str] | None = None
+    outside: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,9 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
                 clause.milestone,
                 _regex(clause.exclude, f"{field}.exclude"),
                 _regex(clause.source, f"{field}.source"),
+                _subsystems(clause.subsystem, f"{field}.subsystem"),
+                _subsystems(clause.through, f"{field}.through"),
+                _subsystems(clause.outside, f"{field}.outside"),
             )
             logs.append(c)
             return c
@@ -226,6 +232,21 @@ def _capture_names(clauses: Iterable[Any]) -> Iterable[str]:
                 if source:
                     with contextlib.suppress(re.error):  # reported by _regex with its field name
                         yield from re.compile(source).groupindex
+
+
+def _subsystems(ids: list[str] | None, field: str) -> frozenset[str] | None:
+    if not ids:
+        return None
+    from spectui.core.rules.frames import FrameMapError, subsystem_ids
+
+    try:
+        known = subsystem_ids()
+    except (OSError, FrameMapError) as exc:
+        raise RuleLoadError(field, f"the frame map does not load: {exc}") from None
+    unknown = sorted(set(ids) - known)
+    if unknown:
+        raise RuleLoadError(field, f"unknown subsystem {unknown[0]!r} (rules/_frames.toml has: {', '.join(sorted(known))})")
+    return frozenset(ids)
 
 
 def _regex(source: str | None, field: str) -> re.Pattern[str] | None:
@@ -325,19 +346,24 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(out) or "?"
 
 
+def is_rule_file(name: str) -> bool:
+    """`*.toml`, except data files next to the rules (`_frames.toml`: names starting with "_")."""
+    return name.endswith(".toml") and not name.startswith("_")
+
+
 def load_rules(extra_dirs: Sequence[Path] = ()) -> tuple[list[Rule], list[str]]:
     """The built-in library plus every *.toml in `extra_dirs` (later ones replace a rule with the same id)."""
     errors: list[str] = []
     by_id: dict[str, Rule] = {}
     sources: list[tuple[str, list[tuple[Any, str]]]] = []
     builtin = resources.files("spectui.builtin_rules")
-    sources.append(("builtin", sorted(((p, f"rules/{p.name}") for p in builtin.iterdir() if p.name.endswith(".toml")), key=lambda t: t[1])))
+    sources.append(("builtin", sorted(((p, f"rules/{p.name}") for p in builtin.iterdir() if is_rule_file(p.name)), key=lambda t: t[1])))
     for directory in extra_dirs:
         d = Path(directory)
         if not d.is_dir():
             errors.append(f"{d}: not a directory of rule files")
             continue
-        sources.append((str(d), [(p, str(p)) for p in sorted(d.glob("*.toml"))]))
+        sources.append((str(d), [(p, str(p)) for p in sorted(d.glob("*.toml")) if is_rule_file(p.name)]))
     for origin, files in sources:
         seen_here: dict[str, str] = {}
         for path, label in files:

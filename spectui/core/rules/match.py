@@ -12,6 +12,7 @@ from typing import Any
 
 from spectui.core.log import DecodeSample, ErrorEvent, Milestone, PrefillSample, Record, WarningEvent
 from spectui.core.rules.compile import CDraft, CLog, CMetric
+from spectui.core.rules.frames import died_in
 from spectui.core.specdec import theory as specmath
 
 NOMINAL_DRAFT_COST = 0.1  # per drafted token, in target steps: a 1-layer draft on an ~8B target (SPECDEC §1.4)
@@ -58,6 +59,15 @@ def match_log(clause: CLog, record: Record, text: str) -> dict[str, Any] | None:
             return None
         if clause.frame_file is not None and not any(clause.frame_file.search(f.file) for f in record.frames):
             return None
+        died = died_in(record.frames) if record.frames else None
+        if clause.subsystems is not None and (died is None or died.subsystem not in clause.subsystems):
+            return None
+        if clause.through is not None and (died is None or not clause.through.intersection(died.through)):
+            return None
+        if clause.outside is not None and died is not None and clause.outside.intersection(died.through):
+            return None
+        if died is not None:
+            captures.update(died.captures())
         if clause.source is not None:
             m = clause.source.search(record.frames[-1].source) if record.frames else None
             if m is None:
@@ -69,7 +79,8 @@ def match_log(clause: CLog, record: Record, text: str) -> dict[str, Any] | None:
             captures.update(frame=inner.func, frame_file=inner.file, frame_line=inner.lineno,
                             frames=" -> ".join(f.func for f in record.frames))
     elif (clause.exc_types is not None or clause.message is not None or clause.frame is not None
-          or clause.source is not None):
+          or clause.source is not None or clause.subsystems is not None or clause.through is not None
+          or clause.outside is not None):
         return None
     if clause.milestone is not None and not (isinstance(record, Milestone) and record.kind == clause.milestone):
         return None

@@ -41,6 +41,11 @@ class LogClause(_Strict):
     milestone: str | None = None  # milestone kind (records.MilestoneKind value)
     source: str | None = None  # regex searched in the innermost frame's source line (what raised)
     exclude: str | None = None  # regex: a record whose text matches it does not count
+    # error records, judged by their frames (rules/_frames.toml): the innermost frame that maps to a subsystem
+    # is one of `subsystem`; some frame maps to one of `through`. Work without the exception line.
+    subsystem: list[str] | None = None
+    through: list[str] | None = None
+    outside: list[str] | None = None  # no frame maps to any of these (e.g. an OOM not in weight loading)
 
 
 class MetricClause(_Strict):
