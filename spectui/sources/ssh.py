@@ -29,6 +29,7 @@ from spectui.sources.sshdest import Destination, destination, parse_jump
 from spectui.sources.ssherrors import host_error as _host_error
 from spectui.sources.sshfiles import ExecFile, SFTPFile, SSHFiles
 from spectui.sources.sshnotify import NOTIFY_WINDOW, TailNotifier, _WakeSession
+from spectui.sources.sshreader import framable
 
 CONNECT_TIMEOUT = 10.0
 KEEPALIVE_INTERVAL = 5.0  # a stalled link is declared dead after 3 missed keepalives (15 s)
@@ -225,6 +226,8 @@ class SSHHost:
             raise _host_error(exc, self.name) from None
 
     async def stat(self, path: str) -> FileStat | None:
+        if framable(path):
+            return await self.files.stat(path)  # over the connection's read loop: one round trip
         res = await self.run(["stat", "-L", "-c", "%s %i %Y", "--", path])
         if res.exit_status != 0:
             return None
@@ -237,6 +240,11 @@ class SSHHost:
     # File-read primitives, over SFTP or (refused) exec: see sshfiles.SSHFiles.
     async def open(self, path: str) -> SFTPFile | ExecFile:
         return await self.files.open(path)
+
+    async def open_identified(self, path: str) -> tuple[FileStat, SFTPFile | ExecFile]:
+        """An open handle of `path` and the identity (inode) of the file it reads, checked: see
+        sshfiles.SSHFiles.open_identified. The tail opens its log with this."""
+        return await self.files.open_identified(path, self.stat)
 
     async def read_range(self, path: str, offset: int, length: int) -> bytes:
         return await self.files.read(path, offset, length)

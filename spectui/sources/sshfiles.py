@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncssh
 
+from spectui.sources.base import FileStat
 from spectui.sources.ssherrors import host_error
 from spectui.sources.sshreader import ExecReader, framable
 
@@ -34,6 +35,7 @@ LOCATE_SH = 'find "$1" -maxdepth 1 -inum "$2" -print0 2>/dev/null'
 LISTDIR_SH = ('cd -- "$1" 2>/dev/null || exit 66; for f in * .[!.]* ..?*; do '
               '{ [ -e "$f" ] || [ -L "$f" ]; } && printf "%s\\0" "$f"; done; exit 0')
 GONE, MISSING, DENIED = 65, 66, 77
+OPEN_TRIES = 5  # a log replaced this many times while being opened: give up for now (the tail retries)
 
 
 class SFTPFile:
@@ -175,6 +177,52 @@ class SSHFiles:
         status, out = await self._sh(LOCATE_SH, folder, str(inode))
         name = out.split(b"\0", 1)[0]
         return name.decode(errors="surrogateescape") if status == 0 and name else None
+
+    async def stat(self, path: str) -> FileStat | None:
+        """`stat -L` of `path` (a `framable` one) through the connection's read loop, or None."""
+        loop = self._loop(path)
+        assert loop is not None, "stat over the read loop needs a path it can frame"
+        got = await loop.stat(path)
+        return None if got is None else FileStat(size=got[0], inode=got[1], mtime=got[2])
+
+    async def open_identified(self, path: str, stat: Any) -> tuple[FileStat, SFTPFile | ExecFile]:
+        """An open handle of `path` and the identity of the very file it reads.
+
+        An exec'd handle knows the inode of the descriptor it opened. An SFTP handle does not (SFTP v3
+        has no inodes), so the path is stat'ed before and after the open: the same inode both times
+        means the handle reads it; a rename in between (a rotation) shows as two inodes and the open is
+        done again. `stat` is the host's stat (over the read loop, which is started beside the SFTP
+        session so the two start-ups overlap)."""
+        loop = self._loop(path)
+        warm = [asyncio.ensure_future(self.sftp())]
+        if loop is not None:
+            warm.append(asyncio.ensure_future(loop.start()))
+        try:
+            await asyncio.gather(*warm)
+        except BaseException:
+            for task in warm:
+                task.cancel()
+            await asyncio.gather(*warm, return_exceptions=True)
+            raise
+        for _ in range(OPEN_TRIES):
+            if self.transport == "exec":
+                f = await self.open(path)
+                assert isinstance(f, ExecFile)
+                return FileStat(size=f._size, inode=f.inode, mtime=0.0), f
+            before = await stat(path)
+            if before is None:
+                raise FileNotFoundError(path)
+            f = await self.open(path)
+            try:
+                after = await stat(path)
+            except BaseException:
+                await f.close()
+                raise
+            if after is not None and after.inode == before.inode:
+                return after, f
+            await f.close()  # replaced while it was being opened: open what the path names now
+        raise host_error(ConnectionError(f"{path} was replaced {OPEN_TRIES} times while it was being opened"),
+                         self.host.name)
 
     # -- the primitives -------------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from spectui.aio import cancel_and_wait
 from spectui.errors import AuthError, HostError, HostKeyError
 from spectui.sources.base import ConnState, FileStat, Host, TailEvent, TailLines, TailState
 
@@ -163,8 +162,9 @@ class LogTail:
                             yield ev
                         if self._partial:
                             yield self._emit([self._partial])
-                        await f.close()
-                        f = await self.host.open(self.path)
+                        old, f = f, None  # closed once: a local fd number may be reused at once
+                        await old.close()
+                        st, f = await self._stat_and_open()  # the inode of what is opened, not of what was seen
                         self._restart(st.inode)
                         yield TailState(ConnState.CONNECTED, "log was rotated; following the new file",
                                         rotated=True)
@@ -174,31 +174,38 @@ class LogTail:
                     with contextlib.suppress(BaseException):
                         await check
         finally:
-            await f.close()
+            if f is not None:
+                await f.close()
             if notifier is not None:
                 await notifier.close()
 
     async def _stat_and_open(self) -> tuple[FileStat, Any]:
-        """The log's identity (a remote `stat`) and an open handle, asked for at once: over SSH each is a
-        channel whose start-up runs the login shell's rc files (or starts the sftp-server), often hundreds
-        of ms each, so the two overlap instead of adding up."""
-        stat = asyncio.ensure_future(self.host.stat(self.path))
-        try:
+        """An open handle of the log and the identity (inode) of the very file that handle reads.
+
+        The identity must be the handle's, not the path's: a rotation landing between an `open` and a
+        `stat` asked beside it (a window a busy machine widens) would pair the rotated file's handle with
+        the new file's inode, and the tail would read the rotated file again from its start, then stay on
+        it, losing the new file. A host that can tell (`open_identified`: SSH) does; otherwise the path
+        is stat'ed before and after the open, and a different inode means opening again."""
+        identified = getattr(self.host, "open_identified", None)
+        if identified is not None:
+            return await identified(self.path)  # type: ignore[no-any-return]
+        for _ in range(5):
+            before = await self.host.stat(self.path)
+            if before is None:
+                raise FileNotFoundError(self.path)
             f = await self.host.open(self.path)
-        except BaseException:
-            await cancel_and_wait([stat])
-            raise
-        try:
-            st = await stat
-        except BaseException:
-            with contextlib.suppress(Exception):  # on a dropped link the close fails too: stat's error counts
-                await f.close()
-            raise
-        if st is None:
+            try:
+                after = await self.host.stat(self.path)
+            except BaseException:
+                with contextlib.suppress(Exception):  # on a dropped link the close fails too
+                    await f.close()
+                raise
+            if after is not None and after.inode == before.inode:
+                return after, f
             with contextlib.suppress(Exception):
                 await f.close()
-            raise FileNotFoundError(self.path)
-        return st, f
+        raise FileNotFoundError(self.path)  # replaced on every try: looked at again after a pause
 
     def _following(self) -> str:
         """The connected message; it says how the host reads files the first time that is known."""

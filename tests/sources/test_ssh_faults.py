@@ -10,6 +10,7 @@ import gc
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 import pytest
@@ -70,25 +71,37 @@ class Proxy:
 
 
 async def _serve(process: asyncssh.SSHServerProcess, faults: Faults) -> None:
+    """Run the command as sshd would: stdin, stdout and stderr streamed both ways (the tail's read loop
+    and its wake-up `tail -F` are long-running), the exit status passed back."""
     cmd = process.command or ""
     if cmd.startswith("exec tail") and faults.close_notifier:
         process.close()
         return
-    proc = await asyncio.create_subprocess_shell(cmd, stdin=asyncio.subprocess.DEVNULL,
+    proc = await asyncio.create_subprocess_shell(cmd, stdin=asyncio.subprocess.PIPE,
                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def feed() -> None:
+        with contextlib.suppress(Exception):
+            while data := await process.stdin.read(65536):
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+
+    async def pump(src: asyncio.StreamReader, dst: Any) -> None:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+
+    feeder = asyncio.create_task(feed())
     try:
-        if cmd.startswith("exec tail"):  # stream the wake-up tail as sshd would
-            assert proc.stdout is not None
-            while data := await proc.stdout.read(4096):
-                process.stdout.write(data)
-                await process.stdout.drain()
-        out, err = await proc.communicate()
-        process.stdout.write(out)
-        process.stderr.write(err)
-        process.exit(proc.returncode or 0)
+        await asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
+        process.exit(await proc.wait() or 0)
     except (asyncssh.Error, ConnectionError, BrokenPipeError):
         pass
     finally:
+        feeder.cancel()
         if proc.returncode is None:
             proc.kill()
             await proc.wait()

@@ -1,6 +1,7 @@
-"""LogTail's start: the log's identity (stat) and its handle (open) are asked for at once — over SSH each is a
-channel that runs the login shell's rc files first — and a handle is never left open when one of them fails.
-A real LocalHost on real files, with each call held 0.3 s to stand for that channel start-up."""
+"""LogTail's start: the log's identity is the one of the file its handle reads (a rename landing just after the
+`open` is opened again), and a handle is never left open when one of them fails. A real
+LocalHost on real files, with each call held 0.3 s to stand for an SSH channel's start-up. (Over SSH the
+host pairs the two itself, its SFTP session and read loop started together: test_ssh_rotation_race.)"""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ HOLD = 0.3
 class SlowStart:
     """LocalHost whose stat and open each take HOLD longer; counts the calls in flight and open handles."""
 
-    def __init__(self, *, stat_says_missing: bool = False) -> None:
+    def __init__(self, *, stat_says_missing: bool = False, after_first_open: Any = None) -> None:
         self._host = LocalHost()
+        self.after_first_open = after_first_open
         self.in_flight = self.most_in_flight = 0
         self.open_handles = 0
         self.stat_says_missing = stat_says_missing
@@ -42,7 +44,15 @@ class SlowStart:
         return None if self.stat_says_missing else st
 
     async def open(self, path: str) -> Any:
-        f = await self._held(lambda: self._host.open(path))
+        hook, self.after_first_open = self.after_first_open, None
+
+        async def opening() -> Any:
+            f = await self._host.open(path)
+            if hook is not None:
+                hook()  # the file is replaced just after it was opened, before a stat beside it looks
+            return f
+
+        f = await self._held(opening)
         self.open_handles += 1
         close = f.close
 
@@ -54,14 +64,24 @@ class SlowStart:
         return f
 
 
-async def test_stat_and_open_overlap(tmp_path: Path) -> None:
+async def test_a_rename_just_after_the_open_pairs_the_handle_with_its_own_inode(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("one\ntwo\n")
-    host = SlowStart()
+
+    def rotate() -> None:  # just after the tail opened the old file
+        log.rename(tmp_path / "server.log.1")
+        log.write_text("three\n")
+
+    host = SlowStart(after_first_open=rotate)
     out = Collected()
-    async with running(LogTail(host, str(log), from_start=True), out):
-        await wait_for(out, lambda o: o.lines == ["one", "two"])
-        assert host.most_in_flight == 2  # asked for together, not one after the other
+    async with running(LogTail(host, str(log), from_start=True, identity_check=0.2), out):
+        await wait_for(out, lambda o: o.lines == ["three"])
+        with open(log, "a") as f:
+            f.write("four\n")
+        await wait_for(out, lambda o: len(o.lines) >= 2)
+        await asyncio.sleep(6 * HOLD)  # identity checks: a handle paired with the old inode would re-read
+        assert out.lines == ["three", "four"]
+        assert not any(s.rotated for s in out.states)
         assert host.open_handles == 1
 
 
