@@ -1,7 +1,11 @@
-"""Bench from the cockpit (`b`): a side dialog that loads the followed server through ops.bench in a
-worker (the log keeps flowing underneath), shows the live progress and then the result in place: tok/s,
-per-request speed, accept length over the window and the speedup against the known baseline. A bench
-of a server without speculation becomes the cockpit's baseline.
+"""Bench from the cockpit (`b`): a side dialog with a small form first (requests, concurrency, max tokens,
+the workload; defaults filled, nothing is sent until enter / ctrl+s), then it loads the followed server
+through ops.bench in a worker (the log keeps flowing underneath), shows the live progress and then the
+result in place: tok/s, per-request speed, accept length over the window and the speedup against the
+known baseline. A bench of a server without speculation becomes the cockpit's baseline.
+
+The workload field takes a bundled set (mixed, chat, code, math, summarise), a JSONL prompts file, or
+`random:IN:OUT` (bench_serving's random dataset at fixed lengths, with ignore_eos so they hold).
 
 Also `cockpit_baseline`: the baseline the cockpit starts with (given, else the last no-spec bench of this
 host+model in history)."""
@@ -15,11 +19,43 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Label, Static
 
 REQUESTS, CONCURRENCY, MAX_TOKENS = 32, 4, 128  # a quick look, not a study: `spectui bench` for that
+WORKLOAD = "mixed"
+FIELDS = (("requests", "requests", REQUESTS), ("concurrency", "concurrency", CONCURRENCY),
+          ("max_tokens", "max tokens", MAX_TOKENS), ("workload", "workload", WORKLOAD))
+
+
+def parse_form(values: dict[str, str]) -> tuple[dict[str, Any], Any]:
+    """The form's fields -> (BenchConfig keyword arguments, PromptSet); ValueError with one line for the
+    operator when a field is wrong (nothing is sent then)."""
+    from spectui.errors import SpectuiError
+    from spectui.load import load_prompts
+    from spectui.load.datasets import Dataset, load_dataset
+
+    nums = {}
+    for key, label, _ in FIELDS[:3]:
+        text = values.get(key, "").strip()
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{label}: a whole number of at least 1, not {text!r}")
+        nums[key] = int(text)
+    kw: dict[str, Any] = dict(nums)
+    spec = values.get("workload", "").strip() or WORKLOAD
+    try:
+        if spec.startswith("random:"):
+            parts = spec.split(":")
+            if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+                raise ValueError(f"workload {spec!r}: random:IN:OUT, e.g. random:512:128")
+            ds = Dataset("random", nums["requests"], random_input_len=int(parts[1]),
+                         random_output_len=int(parts[2]), random_range_ratio=1.0)
+            kw["ignore_eos"] = True
+            return kw, load_dataset(ds)
+        return kw, load_prompts(spec)
+    except SpectuiError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def cockpit_baseline(session: Any, tps: float | None, source: str | None) -> dict[str, Any]:
@@ -88,11 +124,14 @@ def result_text(out: dict[str, Any]) -> Text:
 
 
 class BenchScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+s", "start", "Run")]
     DEFAULT_CSS = """
     BenchScreen { align: right top; background: $background 30%; }
-    BenchScreen > Vertical { width: 72; height: auto; max-height: 20; border: round $accent;
+    BenchScreen > Vertical { width: 72; height: auto; max-height: 28; border: round $accent;
                              background: $panel; padding: 0 1; }
+    BenchScreen .field { height: 3; }
+    BenchScreen .field Label { width: 14; padding: 1 0; }
+    BenchScreen .field Input { width: 1fr; }
     """
 
     def __init__(self, session: Any, cockpit: Any) -> None:
@@ -100,22 +139,49 @@ class BenchScreen(ModalScreen[None]):
         self.session, self.cockpit = session, cockpit
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
+        self.started = False
         self._last_paint = 0.0
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"bench · {self.session.label}", classes="title")
-            yield Static(Text(f"{REQUESTS} requests, concurrency {CONCURRENCY}, max_tokens {MAX_TOKENS}",
-                              style="dim"), id="bench-workload")
-            yield Static("starting…", id="bench-progress")
+            for key, label, default in FIELDS:
+                with Horizontal(classes="field"):
+                    yield Label(label)
+                    yield Input(str(default), id=f"bench-{key}")
+            yield Static(Text("workload: mixed, chat, code, math, summarise, a JSONL file, or random:IN:OUT",
+                              style="dim"), id="bench-hint")
+            yield Static(Text("enter / ctrl+s run · esc close", style="dim"), id="bench-progress")
             yield Static("", id="bench-result")
-            yield Static(Text("esc close (the bench stops)", style="dim"))
 
     def on_mount(self) -> None:
         if self.session.host is None or getattr(self.session, "replay", False):
             self._say("no live server here (a recorded log): nothing to bench")
+            for field in self.query(Input):
+                field.disabled = True
             return
-        self.run_bench()
+        self.query_one("#bench-requests", Input).focus()
+
+    def form_values(self) -> dict[str, str]:
+        return {key: self.query_one(f"#bench-{key}", Input).value for key, _, _ in FIELDS}
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_start()
+
+    def action_start(self) -> None:
+        if self.started or self.session.host is None or getattr(self.session, "replay", False):
+            return
+        try:
+            kw, prompts = parse_form(self.form_values())
+        except ValueError as exc:
+            self._say(Text(str(exc), style="bold red"))
+            return
+        self.started = True
+        for field in self.query(Input):
+            field.disabled = True
+        self._say("starting…")
+        self.run_bench(kw, prompts)
 
     def _say(self, text: str | Text) -> None:
         self.query_one("#bench-progress", Static).update(text)
@@ -133,16 +199,15 @@ class BenchScreen(ModalScreen[None]):
                   f"failed {p.failed}")
 
     @work(exclusive=True, group="bench")
-    async def run_bench(self) -> None:
+    async def run_bench(self, kw: dict[str, Any], prompts: Any) -> None:
         from spectui.errors import SpectuiError
-        from spectui.load import BenchConfig, ServerUnreachableError, load_prompts
+        from spectui.load import BenchConfig, ServerUnreachableError
         from spectui.ops import bench
 
         s, c = self.session, self.cockpit
         given = c.baseline if c.baseline_source in ("given", "simulator") else None
         port = s.server_port or getattr(s.server, "port", None)
-        plan = bench.BenchPlan(BenchConfig("http://127.0.0.1", requests=REQUESTS, concurrency=CONCURRENCY,
-                                           max_tokens=MAX_TOKENS), load_prompts("mixed"),
+        plan = bench.BenchPlan(BenchConfig("http://127.0.0.1", **kw), prompts,
                                pid=None if port else s.pid, server_port=port,
                                baseline_tps=float(given) if given is not None else None)
         try:
