@@ -1,26 +1,71 @@
-"""The load generator is never the bottleneck: streamed tokens/s that spectui.load consumes on one core
-against the simulator, and CPU seconds per 1k tokens, against an independent client on the same simulator in
-the same run — the official `openai` Python client (AsyncOpenAI, streaming chat completions) in an asyncio
-loop, same prompts, concurrency and max_tokens. Their tok/s for the same workload should agree within 3 %.
+"""spectui's bench beside SGLang's own bench_serving, in the same run, against the simulator: the same
+prompts, output length and concurrency, runs interleaved (A B A B ...), best-of-N by output tok/s reported,
+and the ratios spectui / bench_serving printed for output tok/s, request/s, TTFT, TPOT, ITL, E2E p50 and
+the accept length, plus the client CPU per 1k tokens.
 
-    pip install openai
-    python perf/perf_bench.py [--requests 200] [--concurrency 16] [--max-tokens 256] [--time-scale 1000]
+Two regimes: server-bound (the simulator at a low time scale: its rounds take milliseconds, the client
+idles) and client-bound (a high time scale at concurrency 32: the server answers as fast as it can and
+what the client adds shows). Optionally `--old REV` also runs spectui's load generator as it was at a git
+revision (extracted with `git archive` into a temporary folder, e.g. the httpx client before aiohttp).
 
-The simulator runs speculation-free with a high time scale so that the server is fast and the client side
-dominates; each tool runs twice, alternating, and the better of the two is reported.
+bench_serving runs from /work/shared/bench-peer (its README), in its own venv (created on first use, under
+/tmp: aiohttp msgspec orjson numpy requests tqdm transformers tokenizers pybase64 pillow psutil). Its code is
+run from there, never copied here.
+
+    python perf/perf_bench.py [--requests 64] [--max-tokens 64] [--repeats 2] [--old d8883b8^]
+        [--peer /work/shared/bench-peer] [--venv /tmp/bench-peer-venv] [--only server|client]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import os
+import resource
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-import httpx
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d", "--speculative-num-steps", "3",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+PEER_PACKAGES = ["aiohttp", "msgspec", "orjson", "numpy", "requests", "tqdm", "transformers", "tokenizers",
+                 "pybase64", "pillow", "psutil"]
+# (name, simulator time scale, concurrency)
+REGIMES = {"server": ("server-bound", 5.0, 8), "client": ("client-bound", 1000.0, 32)}
+FIGURES = (("output tok/s", "output_throughput", "output_tokens_per_s"),
+           ("request/s", "request_throughput", "requests_per_s"),
+           ("TTFT p50 ms", "median_ttft_ms", ("ttft_ms", "p50")),
+           ("TPOT p50 ms", "median_tpot_ms", ("tpot_ms", "p50")),
+           ("ITL p50 ms", "median_itl_ms", ("itl_ms", "p50")),
+           ("E2E p50 ms", "median_e2e_latency_ms", ("e2e_ms", "p50")),
+           ("accept length", "accept_length", "accept_len"))
+
+DRIVER = r"""
+import asyncio, json, resource, sys, time
+from spectui.load import BenchConfig, load_prompts, run_bench
+import spectui
+spectui_file = spectui.__file__
+url, prompts, n, conc, mt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+ps = load_prompts(prompts)
+async def go():
+    await run_bench(BenchConfig(url, requests=1, concurrency=1, max_tokens=mt, warmup=0), ps)  # warm-up
+    cpu0 = time.process_time()
+    res = await run_bench(BenchConfig(url, requests=n, concurrency=conc, max_tokens=mt, warmup=0, ignore_eos=True), ps)
+    cpu = time.process_time() - cpu0
+    out = res.to_json()
+    recs = [r for r in res.records if r.ok and r.spec and r.spec.verify_ct]
+    verify = sum(r.spec.verify_ct for r in recs)
+    out["accept_len"] = sum(r.output_tokens for r in recs) / verify if verify else None
+    out["requests_per_s"] = out.get("requests_per_s") or out["requests"]["ok"] / out["duration_s"]
+    out["client_cpu_s"] = cpu
+    print(json.dumps(out))
+asyncio.run(go())
+"""
 
 
 def free_port() -> int:
@@ -29,92 +74,143 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_sim(port: int, time_scale: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "spectui.sim", "--model-path", "m", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "SPECTUI_SIM_TIME_SCALE": f"{time_scale:g}"})
-    for _ in range(400):
+def wait_health(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"simulator exited with {proc.returncode}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1, trust_env=False).status_code == 200:
-                return proc
-        except httpx.HTTPError:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
             time.sleep(0.05)
-    raise SystemExit("simulator did not start")
+    raise SystemExit("simulator did not become healthy")
 
 
-async def spectui_run(url: str, n: int, conc: int, max_tokens: int) -> tuple[int, float, float]:
-    from spectui.load import BenchConfig, load_prompts, run_bench
-
-    cfg = BenchConfig(url, requests=n, concurrency=conc, max_tokens=max_tokens, warmup=0)
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    res = await run_bench(cfg, load_prompts("mixed"))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    return int(res.to_json()["output_tokens"]), wall, cpu
+def peer_venv(venv: Path) -> Path:
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", *PEER_PACKAGES], check=True)
+    return py
 
 
-async def openai_run(url: str, n: int, conc: int, max_tokens: int) -> tuple[int, float, float]:
-    from openai import AsyncOpenAI
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
-    from spectui.load import load_prompts
 
-    prompts = load_prompts("mixed")
-    items = list(getattr(prompts, "items", None) or getattr(prompts, "prompts", []))
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=120)
-    sem = asyncio.Semaphore(conc)
-    tokens = 0
+def run_peer(py: Path, peer: Path, port: int, data: Path, tok: Path, n: int, conc: int, mt: int,
+             work: Path) -> dict:
+    out = work / f"peer-{time.monotonic_ns()}.jsonl"
+    cpu0 = children_cpu()
+    subprocess.run([str(py), "-m", "sglang.benchmark.serving", "--backend", "sglang-oai", "--host", "127.0.0.1",
+                    "--port", str(port), "--dataset-name", "custom", "--dataset-path", str(data / "custom.jsonl"),
+                    "--num-prompts", str(n), "--sharegpt-output-len", str(mt), "--max-concurrency", str(conc),
+                    "--tokenizer", str(tok), "--disable-tqdm", "--warmup-requests", "1", "--output-file", str(out)],
+                   cwd=peer / "sgl", env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = json.loads(out.read_text().splitlines()[-1])
+    line["client_cpu_s"] = children_cpu() - cpu0  # includes its start-up (tokenizer, imports)
+    return line
 
-    def messages(i: int) -> list[dict]:
-        p = items[i % len(items)] if items else "Hello"
-        msgs = getattr(p, "messages", None)
-        if msgs:
-            return list(msgs)
-        return [{"role": "user", "content": getattr(p, "prompt", None) or str(p)}]
 
-    async def one(i: int) -> None:
-        nonlocal tokens
-        async with sem:
-            stream = await client.chat.completions.create(model="m", messages=messages(i), max_tokens=max_tokens,
-                                                          temperature=0.0, stream=True,
-                                                          stream_options={"include_usage": True})
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    tokens += chunk.usage.completion_tokens
+def run_spectui(pythonpath: Path, port: int, data: Path, n: int, conc: int, mt: int) -> dict:
+    res = subprocess.run([sys.executable, "-c", DRIVER + f"\nassert spectui_file.startswith({str(pythonpath)!r})", f"http://127.0.0.1:{port}", str(data / "prompts.jsonl"),
+                          str(n), str(conc), str(mt)], env={**os.environ, "PYTHONPATH": str(pythonpath)},
+                         cwd=data, check=True, capture_output=True, text=True)  # not cwd: `spectui` on sys.path
+    return json.loads(res.stdout.splitlines()[-1])
 
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    await client.close()
-    return tokens, wall, cpu
+
+def pick(d: dict, key: object) -> float | None:
+    if isinstance(key, tuple):
+        d = d.get(key[0]) or {}
+        key = key[1]
+    v = d.get(key)  # type: ignore[arg-type]
+    return float(v) if isinstance(v, int | float) else None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--time-scale", type=float, default=1000.0)
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--chars", type=int, default=400, help="prompt length in characters")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--only", choices=sorted(REGIMES))
+    ap.add_argument("--concurrency", type=int, help="override the regime's concurrency")
+    ap.add_argument("--old", metavar="REV", help="also run spectui's load generator as of this git revision")
+    ap.add_argument("--peer", type=Path, default=Path("/work/shared/bench-peer"))
+    ap.add_argument("--venv", type=Path, default=Path("/tmp/bench-peer-venv"))
     a = ap.parse_args()
-    port = free_port()
-    proc = start_sim(port, a.time_scale)
-    url = f"http://127.0.0.1:{port}"
-    best: dict[str, tuple[int, float, float]] = {}
+    py = peer_venv(a.venv)
+    work = Path(tempfile.mkdtemp(prefix="perf-bench-"))
+    tok, data = work / "tok", work / "data"
+    tok.mkdir()
+    data.mkdir()
+    subprocess.run([str(py), str(a.peer / "make_tokenizer.py"), str(tok)], check=True, capture_output=True)
+    subprocess.run([str(py), str(a.peer / "make_prompts.py"), str(a.requests), str(a.chars), str(tok), str(data)],
+                   check=True, capture_output=True)
+    clients = {"spectui": ROOT}
+    if a.old:
+        old = work / "old"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.old, "spectui"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        clients[f"spectui@{a.old}"] = old
     try:
-        for _ in range(2):
-            for name, fn in (("spectui.load", spectui_run), ("openai", openai_run)):
-                r = asyncio.run(fn(url, a.requests, a.concurrency, a.max_tokens))
-                if name not in best or r[0] / r[1] > best[name][0] / best[name][1]:
-                    best[name] = r
+        for key in [a.only] if a.only else list(REGIMES):
+            label, scale, conc = REGIMES[key]
+            conc = a.concurrency or conc
+            port = free_port()
+            sim = subprocess.Popen([sys.executable, "-m", "spectui.sim", "--model-path", "m", *SPEC, "--port",
+                                    str(port), "--sim-time-scale", f"{scale:g}"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            try:
+                wait_health(port, sim)
+                best: dict[str, dict] = {}
+                for _ in range(a.repeats):
+                    for name in ("bench_serving", *clients):
+                        if name == "bench_serving":
+                            r = run_peer(py, a.peer, port, data, tok, a.requests, conc, a.max_tokens, work)
+                        else:
+                            r = run_spectui(clients[name], port, data, a.requests, conc, a.max_tokens)
+                        key = "output_throughput" if name == "bench_serving" else "output_tokens_per_s"
+                        if name not in best or (pick(r, key) or 0) > (pick(best[name], key) or 0):
+                            best[name] = r
+            finally:
+                sim.terminate()
+                sim.wait(10)
+            report(label, scale, conc, a, best)
     finally:
-        proc.terminate()
-        proc.wait(10)
-    print(f"workload: {a.requests} requests, concurrency {a.concurrency}, max_tokens {a.max_tokens}, "
-          f"simulator time scale {a.time_scale:g}")
-    for name, (tok, wall, cpu) in best.items():
-        print(f"{name:13s} {tok:7d} tokens in {wall:6.2f} s: {tok / wall:9.0f} tok/s, client CPU "
-              f"{cpu:5.2f} s = {1e6 * cpu / tok:6.1f} ms per 1k tokens ({cpu / wall:.0%} of a core)")
-    (t1, w1, _), (t2, w2, _) = best["spectui.load"], best["openai"]
-    print(f"tok/s spectui.load / openai = {(t1 / w1) / (t2 / w2):.3f} (agree within 3 %: "
-          f"{abs((t1 / w1) / (t2 / w2) - 1) <= 0.03})")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(label: str, scale: float, conc: int, a: argparse.Namespace, best: dict[str, dict]) -> None:
+    print(f"\n== {label}: simulator EAGLE3 time scale {scale:g}, concurrency {conc}, {a.requests} requests, "
+          f"max_tokens {a.max_tokens}, best of {a.repeats} by output tok/s")
+    names = list(best)
+    print(f"{'':16s}" + "".join(f"{n:>22s}" for n in names) + "".join(f"{n + ' / peer':>26s}" for n in names[1:]))
+    peer = best["bench_serving"]
+    for title, peer_key, our_key in FIGURES:
+        vals = [pick(best[n], peer_key if n == "bench_serving" else our_key) for n in names]
+        pv = vals[0]
+        ratios = [("-" if v is None or not pv else f"{v / pv:.3f}") for v in vals[1:]]
+        print(f"{title:16s}" + "".join(f"{('-' if v is None else f'{v:.2f}'):>22s}" for v in vals)
+              + "".join(f"{r:>26s}" for r in ratios))
+    for n in names:
+        tokens = pick(best[n], "total_output_tokens" if n == "bench_serving" else "output_tokens") or 1
+        cpu = best[n].get("client_cpu_s") or 0.0
+        note = " (with its start-up)" if n == "bench_serving" else ""
+        print(f"client CPU {n}: {cpu:.2f} s = {1e6 * cpu / tokens:.1f} ms per 1k tokens{note}")
+    ours = best[names[1]] if len(names) > 1 else None
+    if ours is not None and ours.get("chunk_gap_ms"):
+        print(f"spectui chunk gap p50 {ours['chunk_gap_ms'].get('p50')} ms (per chunk), tokens per chunk from "
+              f"{ours.get('itl_tokens_source')}")
+    _ = peer
 
 
 if __name__ == "__main__":

@@ -60,6 +60,8 @@ async def test_baseline_on_the_panel_and_bench_from_the_screen(tmp_path, monkeyp
             await pilot.pause()
             screen = app.screen
             assert isinstance(screen, BenchScreen)
+            assert not screen.started  # `b` opens the form (#24): nothing is sent before enter
+            await pilot.press("enter")
             await wait_for(lambda: screen.result is not None or screen.error is not None, pilot, timeout=120)
             assert screen.error is None, screen.error
             shown = str(screen.query_one("#bench-result").render())
