@@ -60,6 +60,7 @@ NOTICE_WARNINGS: tuple[str, ...] = (
     "KV cache pool is full. Retract requests.",
     "Endpoint '/get_model_info' is deprecated",
     "Endpoint '/get_server_info' is deprecated",
+    "tokens, fewer than --context-length",  # 0.5.2x: "KV pool holds N tokens, fewer than --context-length C."
 )
 
 
@@ -102,16 +103,19 @@ ONE_LINE_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"), "NotEnoughMemory"),
     (re.compile(r"Capture [\w\- ]*graph failed: "), "CudaGraphCaptureFailed"),
     (re.compile(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size\."), "OutOfMemory"),
-    (re.compile(r"CUDA out of memory|CUDA error: out of memory"), "OutOfMemory"),
+    (re.compile(r"CUDA out of memory|CUDA error: out of memory|HIP out of memory|HIP error: out of memory"), "OutOfMemory"),
     (re.compile(r"Detected errors during sampling! NaN in the logits\."), "NaN"),
     (re.compile(r"Health check failed\."), "HealthCheckFailed"),
     (re.compile(r"Out Of Bound Tensor access detected"), "DeviceAssert"),
     (re.compile(r"device-side assert triggered"), "DeviceAssert"),
+    # a CUDA kernel's own assert line: ".../Indexing.cu:1289: indexSelectLargeIndex: block: [0,0,0], thread:
+    # [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
+    (re.compile(r"\.cu:\d+: \w+: block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `"), "DeviceAssert"),
     (re.compile(r"munmap_chunk\(\): invalid pointer|double free or corruption|free\(\): invalid pointer"), "Abort"),
     (re.compile(r"Initialization failed\. Please see the error messages above"), "InitializationFailed"),
 )
 # Cheap pre-test: a line can only be a one-line error if it holds one of these.
 ONE_LINE_ERROR_HINTS: tuple[str, ...] = (
     "sigquit", "SIGQUIT", "dead", "atchdog", "NCCL", "nccl", "Fatal", "failed", "memory", "NaN",
-    "Out Of Bound", "assert", "munmap", "free", "Segmentation", "SIGSEGV",
+    "Out Of Bound", "assert", "munmap", "free", "Segmentation", "SIGSEGV", "Assertion `",
 )
