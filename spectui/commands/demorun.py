@@ -26,6 +26,23 @@ GRACE_S = 5.0  # SIGTERM -> SIGKILL grace for the simulator
 SIM_ENV_PREFIX = "SPECTUI_SIM_"  # the simulator's knob variables (spectui.sim.knobs)
 
 
+def child_python() -> list[str]:
+    """The interpreter for a child spectui process, isolated from the working directory: `-P` keeps the
+    cwd (and a script's folder) off sys.path, so a `spectui/` folder where the user stands never runs
+    instead of spectui. Its environment gets `own_pythonpath` so the child imports this very spectui."""
+    return [sys.executable, "-P"]
+
+
+def own_pythonpath(env: dict[str, str]) -> str:
+    """PYTHONPATH for a child of `child_python`: the folder holding the running spectui package first
+    (a checkout run without an install keeps working with -P), then what `env` had."""
+    import spectui
+
+    mine = os.path.dirname(os.path.dirname(os.path.abspath(spectui.__file__)))
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != mine]
+    return os.pathsep.join([mine, *rest])
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -53,12 +70,13 @@ class DemoRun:
         if self.log_path is None:
             fd, self.log_path = tempfile.mkstemp(prefix=f"spectui-demo-{self.scenario.name}-", suffix=".log")
             os.close(fd)
-        argv = [sys.executable, "-m", "spectui.sim", *self.scenario.argv(host="127.0.0.1", port=free_port())]
+        argv = [*child_python(), "-m", "spectui.sim", *self.scenario.argv(host="127.0.0.1", port=free_port())]
         self.sim_argv = argv
         # The knobs travel in the environment (a relaunch carries it over); SGLang's command line stays
         # SGLang's. Knob variables inherited from the caller are dropped: the scenario is the whole situation.
         self.sim_env = self.scenario.env(time_scale=self.time_scale, version=self.version)
         env = {k: v for k, v in os.environ.items() if not k.startswith(SIM_ENV_PREFIX)}
+        env["PYTHONPATH"] = own_pythonpath(env)
         with open(self.log_path, "wb") as log:
             # A new session: the simulator and anything it starts form one group that only we signal.
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -82,7 +82,6 @@ def guard(token: str) -> Any:
 async def _serve(args: argparse.Namespace) -> int:
     import asyncio
     import secrets
-    import shlex
     import socket
     import tempfile
 
@@ -114,7 +113,7 @@ async def _serve(args: argparse.Namespace) -> int:
             port = probe.getsockname()[1]
     # The viewer processes find the hub and its token in their environment (not on a command line).
     os.environ[ENV_SOCKET], os.environ[ENV_TOKEN] = hub.path, token
-    command = f"{shlex.quote(sys.executable)} -m spectui serve --viewer"
+    command = viewer_command()
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     server = Server(command, host=args.host, port=port, title="spectui",
                     public_url=f"http://{shown_host}:{port}")
@@ -146,6 +145,18 @@ async def _serve(args: argparse.Namespace) -> int:
             os.unlink(hub.path)
             os.rmdir(folder)
     return 0
+
+
+def viewer_command() -> str:
+    """The shell command textual-serve runs per browser visit: `python -P` (a `spectui/` folder in the
+    working directory never runs instead of spectui; the viewer holds the hub token), with PYTHONPATH set
+    in this process's environment so the viewer imports this very spectui."""
+    import shlex
+
+    from spectui.commands.demorun import child_python, own_pythonpath
+
+    os.environ["PYTHONPATH"] = own_pythonpath(dict(os.environ))
+    return shlex.join([*child_python(), "-m", "spectui", "serve", "--viewer"])
 
 
 def run_viewer() -> int:

@@ -52,7 +52,7 @@ def program_of(argv: Sequence[str]) -> str | None:
     for i, word in enumerate(argv[1:-1], start=1):
         if word == "-m" and argv[i + 1] in _MODULES:
             return f"{exe} -m {argv[i + 1]}"
-        if word.startswith("-") and word not in ("-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-X", "-W"):
+        if word.startswith("-") and word not in ("-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-X", "-W", "-P", "-I"):
             break  # `python -c …` and friends: whatever follows is not the interpreter's -m
         if os.path.basename(word) == "sglang" and argv[i + 1] == "serve":
             return "sglang serve"
@@ -79,6 +79,14 @@ def flag_value(argv: Sequence[str], name: str) -> str | None:
     return None
 
 
+def _argv(cmdline: str) -> tuple[str, ...]:
+    """/proc/PID/cmdline as argv: NUL-terminated words, empty ones kept (`--x ""` keeps its meaning on a
+    relaunch, and matches what a relaunch's pre-check reads back)."""
+    if not cmdline:
+        return ()
+    return tuple(cmdline.removesuffix("\0").split("\0"))
+
+
 def _file_target(link: str) -> str | None:
     if not link.startswith("/") or link.startswith(("/dev/", "/proc/")):
         return None  # a tty, pipe, socket or /dev/null is not a log file
@@ -99,7 +107,7 @@ def parse_proc_dump(text: str, marker: str) -> list[ServerProcess]:
     for block in text.split(f"{marker} PID ")[1:]:
         pid_text, _, rest = block.partition("\n")
         parts = dict(_sections(rest, marker))
-        argv = tuple(a for a in parts.get("ARGV", "").split("\0") if a)
+        argv = _argv(parts.get("ARGV", ""))
         program = program_of(argv)
         stat = parts.get("STAT", "")
         if program is None or ")" not in stat:

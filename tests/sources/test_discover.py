@@ -21,6 +21,7 @@ from spectui.sources.ssh import SSHHost, SSHOptions
         (["/venv/bin/python", "/venv/bin/sglang", "serve", "--model-path", "m"], "sglang serve"),
         (["sglang", "serve", "m"], "sglang serve"),
         (["/usr/bin/python3.11", "-u", "-m", "spectui.sim"], "python3.11 -m spectui.sim"),
+        (["/usr/bin/python3", "-P", "-m", "spectui.sim"], "python3 -m spectui.sim"),  # demo's isolated child
         (["sglang::scheduler_DP0_TP0"], None),  # renamed child (REFERENCE §6)
         (["bash", "-c", "python -m sglang.launch_server"], None),  # wrapper: its child is the server
         (["docker", "run", "img", "python3", "-m", "sglang.launch_server"], None),  # the docker client
@@ -51,6 +52,16 @@ async def test_finds_stub_server_with_pgid_env_cwd_log_port_gpus_and_skips_renam
         assert srv.program.endswith("-m sglang.launch_server")
         assert all(not p.argv[0].startswith("sglang::") for p in await discover(LocalHost()))
         assert (await pick_server(LocalHost(), proc.pid)).pid == proc.pid
+
+
+async def test_empty_argv_words_are_kept(tmp_path: Path) -> None:
+    """`--x ""` is a flag with an empty value: dropping the word would give the next flag to --x."""
+    argv = [*stub_sglang(tmp_path), "--chat-template", "", "--served-model-name", "m", ""]
+    log = tmp_path / "server.log"
+    with started(argv, log, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "stubpath")}) as proc:
+        wait_for_text(log, "on stderr")
+        srv = await pick_server(LocalHost(), proc.pid)
+        assert srv.argv == tuple(argv)
 
 
 async def test_pid_that_is_not_sglang_is_a_one_line_error(tmp_path: Path) -> None:
