@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spectui.errors import ProbeError, SpectuiError, UsageError
-from spectui.load import BenchConfig, BenchResult, Progress, PromptSet, run_bench
+from spectui.load import BenchConfig, BenchInterrupted, BenchResult, Progress, PromptSet, run_bench
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
 from spectui.sources.discover import flag_value, server_api_key
@@ -230,6 +230,8 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
     """The whole bench; returns the contract's JSON object (history_id included). `stop` (an
     asyncio.Event, Ctrl-C): the requests that completed are measured and recorded, `interrupted` true."""
     server, out = await measure(host, plan, on_progress=on_progress, on_phase=on_phase, stop=stop)
+    if out.get("interrupted") and not out["requests"]["ok"] + out["requests"]["failed"]:
+        raise BenchInterrupted("interrupted before any request completed: nothing was measured or recorded")
     out["history_id"] = record(host.name, server, out, plan.history_path)
     return out
 

@@ -157,3 +157,22 @@ def test_output_line_has_bench_serving_names() -> None:
     assert line["median_itl_ms"] == 1.0 and line["accept_length"] == 2.5 and line["concurrency"] == 2.5
     assert line["completed"] == 3 and line["max_concurrency"] == 4 and line["request_rate"] == float("inf")
     assert line["spectui"] is out
+
+
+def test_the_header_names_the_server_that_runs_after_a_baseline(capsys) -> None:
+    from spectui.commands.bench import _table
+
+    dist = {"mean": 1.0, "p50": 1.0}
+    out = {"server": {"pid": 111, "now_pid": 333, "port": 30000, "sglang_version": "0.5.16",
+                      "speculative": {"speculative_algorithm": "NGRAM"}},
+           "workload": {"prompts": "mixed", "requests": 8, "concurrency": 4, "rate": None, "max_tokens": 32,
+                        "temperature": 0.0, "model": "m"},
+           "requests": {"ok": 8, "failed": 0}, "duration_s": 1.0, "output_tokens": 256, "output_tokens_per_s": 256.0,
+           "per_request_tokens_per_s": {"mean": 80.0, "p50": 79.0}, "ttft_ms": dist, "tpot_ms": dist,
+           "itl_ms": dist, "e2e_ms": dist, "spec": None, "baseline": None, "speedup": None, "history_id": "h",
+           "baseline_run": {"unset": ["--speculative-algorithm"], "baseline_pid": 222, "baseline": None,
+                            "restored": {"pid": 333, "healthy": True, "speculative_algorithm": "NGRAM"}}}
+    _table(out)
+    text = " ".join(capsys.readouterr().out.split())  # a narrow console wraps the line
+    assert text.startswith("measured pid 111 (stopped for the baseline; the speculative command runs again as "
+                           "pid 333)")
