@@ -1,11 +1,10 @@
 """Secret masking for everything that leaves the machine in a bundle or a report.
 
-Builds on `spectui.core.secrets` (its SECRET_WORDS, `redact_env`, `display_argv`) and adds what a bundle
-needs: secrets are *harvested* first — `--api-key`-style flag values, secret-looking environment
-variables (HF_TOKEN, *_KEY, *_TOKEN, *SECRET*, *PASSWORD*), secret keys in JSON (`"api_key": ...`),
-`name=value` assignments in text (`api_key='…'` in the `server_args=` line), `Bearer` tokens, passwords in
-URLs (`scheme://user:pass@host`) and well-known token shapes (`hf_…`) — then every harvested value is
-replaced by `***` wherever it occurs, in every member. Only names are recorded, never values.
+What a secret is comes from `spectui.core.secrets` (the one definition: names, flags, shapes in text,
+environments by name and by value). This module adds what a bundle needs: secrets are *harvested* first
+from every part (argv, environment, JSON keys, free text), then every harvested value is replaced by `***`
+wherever it occurs, in every member, raw, URL-encoded and JSON-escaped. Only names are recorded, never
+values.
 
 Values shorter than MIN_GLOBAL_LEN characters are masked only where they stand (after the flag, in the
 secret key, after `NAME=`): replacing "abc" everywhere would wreck the log.
@@ -21,47 +20,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
-from spectui.core.secrets import SECRET_WORDS, display_argv, redact_env
+from spectui.core import secrets as core
 
-MASK = "***"
+MASK = core.MASK
 MIN_GLOBAL_LEN = 4
 _NOT_SECRET = frozenset({"", "none", "null", "nil", "true", "false", "***", "<redacted>", "redacted"})
-_SUBSTRINGS = ("SECRET", "PASSWORD", "PASSWD")
-
-# Each pattern starts with a literal (or is only run when its literal occurs): regex scans of a
-# multi-megabyte log stay fast.
-_FLAG_RE = re.compile(r"--(?<![\w-]--)([A-Za-z][\w-]*)(=|[ \t]+)(['\"]?)([^\s'\"`]+)\3")
-_ASSIGN_RE = re.compile(
-    r"(?<![\w.#-])(['\"]?)((?i:[A-Za-z_][\w.-]*?(?:key|token|secret|passw(?:or)?d|credentials)[\w.-]*))\1"
-    r"([ \t]*[=:][ \t]*)(['\"]?)([^\s'\",;()}\]`]+)\4"
-)
-_BEARER_RE = re.compile(r"(\b[Bb]earer[ \t]+)([A-Za-z0-9._~+/=-]{8,})")
-_URL_RE = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s:/@'\"]+):([^\s@/'\"]+)@")
-_SHAPES = (  # (name, literal that must occur, pattern)
-    ("hf-token", "hf_", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("github-token", "_", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    ("sk-key", "sk-", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b")),
-)
 
 
 def secret_env_name(name: str) -> bool:
-    """HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD, MYSECRET: core's whole-word rule plus *SECRET*/*PASSWORD*."""
-    up = name.strip().upper()
-    if not up:
-        return False
-    return bool(redact_env({up: "x"})[up] == "***") or any(s in up for s in _SUBSTRINGS)
+    """HF_TOKEN, OPENAI_API_KEY, DB_PASS, MYTOKEN, X_CREDENTIAL, NPM_AUTH: core.secrets.secret_name."""
+    return core.secret_name(name.strip().upper()) if name.strip() else False
 
 
 def secret_key_name(name: str) -> bool:
-    """A flag or field name (`--api-key`, `api_key`, `hf_token`, `ssl_keyfile_password`): the last word
-    decides, as in core (`speculative_token_map` is not a secret); all-caps names follow the env rule."""
-    bare = name.strip().strip("'\"").lstrip("-")
-    if not bare:
-        return False
-    if bare.isupper():
-        return secret_env_name(bare)
-    up = bare.upper()
-    return re.split(r"[_\-.]", up)[-1] in SECRET_WORDS or any(s in up for s in _SUBSTRINGS)
+    """A flag or field name (`--api-key`, `api_key`, `hf_token`, `ssl_keyfile_password`): core's rule
+    (`speculative_token_map` is not a secret)."""
+    bare = name.strip().strip("'\"")
+    return core.secret_flag(bare) if bare.startswith("--") else core.secret_name(bare)
 
 
 def _display_name(name: str) -> str:
@@ -96,10 +71,13 @@ class Masker:
         self._pattern = None
 
     def harvest_env(self, env: Mapping[str, Any] | None) -> None:
+        """By name (HF_TOKEN …) and by value (a password in a URL, a token shape, one high-entropy word)."""
         for key, value in (env or {}).items():
             if secret_env_name(str(key)):
                 self.add(str(key), value)
             elif isinstance(value, str):
+                if core.high_entropy_value(value):
+                    self.add(str(key), value)
                 self.harvest_text(value)
 
     def harvest_argv(self, argv: Sequence[str]) -> None:
@@ -125,26 +103,16 @@ class Masker:
             self.harvest_argv([str(w) for w in command])
 
     def harvest_text(self, text: str, *, assignments: bool = True) -> None:
-        """Secret values in free text. `assignments=False` skips `name=value` (the slowest scan): for
-        the parts of a long log that are not kept."""
+        """Secret values in free text (core.secrets.find_secrets). `assignments=False` keeps only values
+        sure enough to mask everywhere (flags, URLs, token shapes) from `name=value` ones."""
         if not text:
             return
-        for m in _FLAG_RE.finditer(text):
-            if secret_key_name(m.group(1)) and not m.group(4).startswith("-"):
-                self.add("--" + m.group(1), m.group(4))
-        for m in _ASSIGN_RE.finditer(text) if assignments else ():
-            if secret_key_name(m.group(2)):
-                if _global_name(m.group(2)) and not re.fullmatch(r"[\d.:-]+", m.group(5)):
-                    self.add(m.group(2), m.group(5))
-                else:
-                    self.names.add(_display_name(m.group(2)))
-        for m in _BEARER_RE.finditer(text) if "earer" in text else ():
-            self.add("bearer-token", m.group(2))
-        for m in _URL_RE.finditer(text) if "://" in text else ():
-            self.add("url-password", m.group(3))
-        for name, literal, rx in _SHAPES:
-            for m in rx.finditer(text) if literal in text else ():
-                self.add(name, m.group(0))
+        for f in core.find_secrets(text):
+            value = text[f.start:f.end]
+            if not f.assignment or assignments and _global_value(f.kind, value):
+                self.add(f.kind, value)
+            else:
+                self.names.add(_display_name(f.kind))
 
     def harvest_json(self, obj: Any) -> None:
         if isinstance(obj, Mapping):
@@ -171,53 +139,18 @@ class Masker:
         return self._pattern
 
     def scrub_text(self, text: str, member: str = "") -> str:
-        """Mask secrets where they stand (flag values, assignments, URLs, Bearer) and every harvested
-        value anywhere."""
+        """Mask secrets where they stand (core.secrets.mask_text) and every harvested value anywhere."""
         if not text:
             return text
-
-        def flag(m: re.Match[str]) -> str:
-            if not secret_key_name(m.group(1)) or m.group(4).startswith(("-", MASK)):
-                return m.group(0)
-            self._hit("--" + m.group(1), member)
-            return f"--{m.group(1)}{m.group(2)}{m.group(3)}{MASK}{m.group(3)}"
-
-        def assign(m: re.Match[str]) -> str:
-            if not secret_key_name(m.group(2)) or m.group(5).startswith(MASK) or m.group(5).lower() in _NOT_SECRET:
-                return m.group(0)
-            self._hit(_display_name(m.group(2)), member)
-            q, vq = m.group(1), m.group(4)
-            return f"{q}{m.group(2)}{q}{m.group(3)}{vq}{MASK}{vq}"
-
-        def bearer(m: re.Match[str]) -> str:
-            self._hit("bearer-token", member)
-            return m.group(1) + MASK
-
-        def url(m: re.Match[str]) -> str:
-            self._hit("url-password", member)
-            return f"{m.group(1)}{m.group(2)}:{MASK}@"
-
-        text = _FLAG_RE.sub(flag, text)
-        text = _ASSIGN_RE.sub(assign, text)
-        if "earer" in text:
-            text = _BEARER_RE.sub(bearer, text)
-        if "://" in text:
-            text = _URL_RE.sub(url, text)
         pattern = self._global()
-        if pattern is not None:
+        if pattern is not None:  # harvested values first: each is named by where it was found
 
             def value(m: re.Match[str]) -> str:
                 self._hit(self._values[m.group(0)], member)
                 return MASK
 
             text = pattern.sub(value, text)
-        for name, literal, rx in _SHAPES:
-            if literal not in text:
-                continue
-            text, n = rx.subn(MASK, text)
-            if n:
-                self._hit(name, member)
-        return text
+        return core.mask_text(text, lambda kind, _v: self._hit(_display_name(kind), member))
 
     def scrub_bytes(self, data: bytes, member: str = "") -> bytes:
         """Bytes of a text member (log, prom); undecodable bytes survive unchanged."""
@@ -243,12 +176,11 @@ class Masker:
         return obj
 
     def scrub_env(self, env: Mapping[str, Any] | None, member: str = "") -> dict[str, Any]:
-        """Environment for a member: core's `redact_env` plus the wider env rule, then scrubbed."""
+        """Environment for a member: core's `redact_env` (by name and by value), then scrubbed."""
         env = {str(k): "" if v is None else str(v) for k, v in (env or {}).items()}
-        shown = redact_env(env)
         out: dict[str, Any] = {}
         for key, raw in env.items():
-            if shown[key] == MASK or secret_env_name(key):
+            if secret_env_name(key) or core.high_entropy_value(raw):
                 if raw not in ("", MASK):
                     self._hit(key, member)
                 out[key] = MASK
@@ -265,7 +197,7 @@ class Masker:
                 self._hit(_display_name(head), member)
             elif eq and re.fullmatch(r"[A-Za-z_]\w*", head) and secret_env_name(head):
                 self._hit(head, member)
-        line = display_argv(words, {str(k): str(v) for k, v in (env or {}).items()})
+        line = core.display_argv(words, {str(k): str(v) for k, v in (env or {}).items()})
         return self.scrub_text(line, member)
 
     def final_pass(self, data: bytes, member: str) -> bytes:
@@ -285,9 +217,11 @@ class Masker:
         return [{"name": n, "members": sorted(m)} for n, m in sorted(self.masked.items())]
 
 
-def _global_name(name: str) -> bool:
-    """`api_key=`, `HF_TOKEN=` are sure enough to mask that value everywhere; a bare `token:` or `key=`
-    is masked only where it stands."""
+def _global_value(name: str, value: str) -> bool:
+    """`api_key=…`, `HF_TOKEN=…` are sure enough to mask that value everywhere; a bare `token:` or
+    `key=` only when its value is long enough not to be a common word or a number."""
     bare = name.strip("'\"")
-    return bare.isupper() or len(re.split(r"[_\-.]", bare)) > 1
-
+    if re.fullmatch(r"[\d.:-]+", value):
+        return False
+    compound = bare.isupper() or len(re.split(r"[_\-.]", bare)) > 1
+    return len(value) >= (MIN_GLOBAL_LEN if compound else 8)

@@ -46,9 +46,9 @@ class EnvChangeRecord(BaseModel):
 
 
 def _secret_flag(flag: str) -> bool:
-    from spectui.core.secrets import SECRET_WORDS
+    from spectui.core.secrets import secret_flag  # the one definition of a secret
 
-    return flag.lstrip("-").upper().split("-")[-1] in SECRET_WORDS
+    return secret_flag("--" + flag.lstrip("-"))
 
 
 def masked_flag_value(flag: str, value: str | None) -> str | None:

@@ -235,16 +235,10 @@ class RelaunchPlan:
 
 
 def _secret_values(argv: Sequence[str]) -> list[str]:
-    """The values of secret-looking flags in `argv` (`--api-key sk-…`, `--hf-token=…`)."""
-    out: list[str] = []
-    for i, word in enumerate(argv):
-        flag, eq, value = word.partition("=")
-        if word.startswith("--") and eq and masked_flag_value(flag, value) != value:
-            out.append(value)
-        elif i and argv[i - 1].startswith("--") and "=" not in argv[i - 1] and not word.startswith("--") \
-                and masked_flag_value(argv[i - 1], word) != word:
-            out.append(word)
-    return [v for v in out if len(v) >= 3]
+    """The secret values in `argv` (`--api-key sk-…`, `--hf-token=…`, a token shape in any word)."""
+    from spectui.core.secrets import secret_values  # the one definition of a secret
+
+    return secret_values(argv)
 
 
 def _show(value: str | None) -> str:

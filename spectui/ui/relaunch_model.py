@@ -151,25 +151,18 @@ def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] |
 
 
 def secret_flag(word: str) -> bool:
-    """`--api-key`, `--admin-api-key`, `--hf-token` … (core.secrets' rule: the flag's last word)."""
-    from spectui.core.secrets import SECRET_WORDS
+    """`--api-key`, `--admin-api-key`, `--hf-token` … (core.secrets.secret_flag: the one definition)."""
+    from spectui.core.secrets import secret_flag as core_secret_flag
 
-    return word.startswith("--") and word.split("=", 1)[0].upper().split("-")[-1] in SECRET_WORDS
+    return core_secret_flag(word)
 
 
 def mask_args(args: tuple[str, ...] | list[str]) -> tuple[str, dict[str, str]]:
     """The args as a shell line with secret flags' values masked exactly as the CLI and the history show
     them (core.secrets.display_argv), and those values by flag, to put back unless edited."""
-    from spectui.core.secrets import display_argv
+    from spectui.core.secrets import display_argv, flag_secrets
 
-    secrets: dict[str, str] = {}
-    for i, word in enumerate(args):
-        if secret_flag(word) and "=" in word:
-            flag, _, value = word.partition("=")
-            secrets[flag] = value
-        elif i and secret_flag(args[i - 1]) and "=" not in args[i - 1] and not word.startswith("--"):
-            secrets[args[i - 1]] = word
-    return display_argv(list(args)), secrets
+    return display_argv(list(args)), flag_secrets(list(args))
 
 
 def unmask_args(words: list[str], secrets: Mapping[str, str]) -> list[str]:
