@@ -20,7 +20,8 @@ from spectui.core.log import DecodeSample, ErrorEvent, Milestone, MilestoneKind,
 
 ORDER = ("starting", "loading", "kv", "graphs", "ready", "serving")
 LABELS = {"starting": "starting", "loading": "loading", "kv": "KV cache", "graphs": "CUDA graphs",
-          "ready": "ready", "serving": "serving", "crashed": "crashed", "stopped": "stopped"}
+          "ready": "ready", "serving": "serving", "crashed": "crashed", "stopped": "stopped",
+          "gone": "gone (no shutdown line)"}
 _FROM_PHASE = {"starting": "starting", "loading": "loading", "capturing": "graphs", "ready": "ready",
                "serving": "serving", "crashed": "crashed", "stopped": "stopped"}
 _STEP_OF = {
@@ -29,6 +30,7 @@ _STEP_OF = {
     MilestoneKind.GRAPH_CAPTURE_BEGIN: "graphs", MilestoneKind.FIRED_UP: "ready",
 }
 MAX_STEPS = 200
+FINAL = ("crashed", "stopped", "gone")  # a launch's end: the next record starts a new launch
 
 
 def ts_seconds(ts: str | None) -> int | None:
@@ -57,7 +59,7 @@ class Step:
 
     @property
     def final(self) -> bool:
-        return self.name in ("crashed", "stopped")
+        return self.name in FINAL
 
     def duration(self, now: float, last: tuple[float, int | None] | None = None) -> float:
         """Seconds spent in this step (up to `now` for the current one; `last` = latest (wall, ts) seen)."""
@@ -105,12 +107,12 @@ class PhaseTimeline:
         cur = self._cur_name()
         if cur == name:
             return
-        if cur in ("crashed", "stopped"):
-            if name in ("crashed", "stopped"):
+        if cur in FINAL:
+            if name in FINAL:
                 return
             self._enter(name, wall, ts, new_launch=True)
             return
-        if name in ("crashed", "stopped") or cur is None or ORDER.index(name) > ORDER.index(cur):
+        if name in FINAL or cur is None or ORDER.index(name) > ORDER.index(cur):
             self._enter(name, wall, ts)
 
     def observe(self, records: Iterable[Any], phase: str | None, wall: float) -> None:
@@ -139,8 +141,14 @@ class PhaseTimeline:
         target = _FROM_PHASE.get(phase or "")
         if target == "serving" and self._cur_name() in ("kv", "graphs", "loading"):
             target = None  # core counts the warm-up prefill as serving; "fired up" decides
-        if target and target != "starting":
+        if target and target != "starting" and self._cur_name() != "gone":  # the old log's phase is history
             self.advance(target, wall, ts)
+
+    def gone(self, wall: float) -> None:
+        """The server's process is gone with no shutdown line or crash in its log (kill -9, the OOM killer):
+        the current step ends here and stops counting; a later record starts the next launch."""
+        if self._cur_name() not in (None, *FINAL):
+            self._enter("gone", wall, self.last[1] if self.last else None)
 
     def relaunched(self, wall: float) -> None:
         """The followed server was replaced: the current launch ends here; the next record starts launch n+1."""

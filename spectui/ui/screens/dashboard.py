@@ -27,6 +27,7 @@ from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
 from spectui.ui.screens.logkeys import LogKeys
 from spectui.ui.screens.serverwatch import ServerWatch
+from spectui.ui.screens.stalewatch import StaleWatch
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
@@ -77,7 +78,7 @@ def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no:
     return prepared, update
 
 
-class DashboardScreen(ServerWatch, LogKeys, Screen):
+class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
     BINDINGS = [
         Binding("space", "toggle_follow", "Follow/pause"),
         Binding("slash", "prompt('search')", "Search"),
@@ -183,6 +184,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
         """Once a second: the header's age, and an idle flush when the log has gone quiet."""
         self._refresh_header()
         self._show_timeline()
+        self.stale_tick()
         quiet = self._last_line_at is not None and self.clock() - self._last_line_at >= IDLE_FLUSH_S
         if quiet and not self._idle_flushed and not self.processing and not self._pending:
             self._idle_flushed = True
@@ -298,7 +300,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):
             return
         self._panels_of, self._panels_at = update, time.monotonic()
         spec = SpecData(update.snapshot, update.config, update.history, update.dp_ranks, update.baseline,
-                        self.cockpit.baseline_source)
+                        self.cockpit.baseline_source, *self.stale_figures())  # old figures say so (stalewatch.py)
         panel = self.query_one(SpecPanel)
         if spec != panel.data:
             panel.data = spec

@@ -46,6 +46,7 @@ class ServerWatch:
         if s.host is None or s.replay or s.liveness is False or s.pid is None:
             return  # a plain log file or a replay: nothing to probe, never "unhealthy"
         self.server_watch()  # type: ignore[attr-defined]
+        self.start_stale_watch()  # type: ignore[attr-defined]  (a quiet server's /metrics: stalewatch.py)
 
     def restart_server_watch(self) -> None:
         """This cockpit relaunched (or started again) the server: probe the new pid at once, verdict cleared."""

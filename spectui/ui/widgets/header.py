@@ -66,7 +66,10 @@ class HeaderBar(Widget):
         t.append(" │ ", "dim")
         t.append(f"SGLang {i.version or '?'}")
         t.append(" │ ", "dim")
-        t.append(f" {i.phase.upper()} ", PHASE_STYLES.get(i.phase, "reverse"))
+        if i.health == "gone":  # the log's last phase is history now, not what runs
+            t.append(f" was {i.phase.upper()} ", "dim strike")
+        else:
+            t.append(f" {i.phase.upper()} ", PHASE_STYLES.get(i.phase, "reverse"))
         if i.health in ("unhealthy", "gone"):
             # Stuck, not quiet: said next to the phase, with why, so a glance cannot miss it.
             t.append(" ")

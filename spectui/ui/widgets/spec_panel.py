@@ -22,6 +22,8 @@ class SpecData:
     dp_ranks: int = 1
     baseline: Any = None  # no-spec tok/s (core.rules.match.BaselineTps when its concurrency is known)
     baseline_source: str | None = None  # measured | history | given | simulator
+    stale: str | None = None  # "as of 21:50:03 · server gone": the log's figures are old (greyed)
+    idle: Any = None  # ui.screens.stalewatch.IdleFigures: a quiet server's load from /metrics
 
 
 def _f(value: float | None, fmt: str = ".2f") -> str:
@@ -45,6 +47,39 @@ class SpecPanel(Widget):
     data: reactive[SpecData] = reactive(SpecData, layout=False)  # fixed height (tcss): no relayout per update
 
     def render(self) -> Text:
+        t = self._figures()
+        d = self.data
+        if d.stale and d.snapshot is not None and getattr(d.snapshot, "samples", 0):
+            t.stylize("dim")  # old figures greyed; what /metrics says now and the note stay bright
+            lines = t.plain.split("\n")
+            first = len(lines[0])
+            t = t[:first] + Text(f"  ({d.stale})", "bold yellow") + t[first:]
+            if d.idle is not None:
+                t = self._idle_lines(t, d.idle)
+        return t
+
+    @staticmethod
+    def _idle_lines(t: Text, idle: Any) -> Text:
+        """The tok/s and running lines replaced by what /metrics says now (a quiet server: 0)."""
+        out = Text(no_wrap=True, overflow="ellipsis", end="")
+        for i, line in enumerate(t.split("\n", include_separator=False)):
+            if i:
+                out.append("\n")
+            if line.plain.startswith("gen tok/s "):
+                tps = "–" if idle.gen_tps is None else f"{idle.gen_tps:.1f}"
+                out.append("gen tok/s ", "bold")
+                out.append(tps, "bold cyan")
+                out.append(f"  now, from /metrics at {idle.at} (idle)", "cyan")
+            elif line.plain.startswith("running "):
+                run = "–" if idle.running is None else f"{idle.running:.0f}"
+                queued = "–" if idle.queued is None else f"{idle.queued:.0f}"
+                out.append(f"running {run}  queued {queued}", "bold")
+                out.append("  (/metrics)", "cyan")
+            else:
+                out.append_text(line)
+        return out
+
+    def _figures(self) -> Text:
         d = self.data
         s = d.snapshot
         steps = _int(d.config.value("speculative_num_steps"))

@@ -17,7 +17,8 @@ from textual.widget import Widget
 
 from spectui.ui.phases import Step
 
-STEP_STYLES = {"crashed": "bold white on red", "stopped": "bold red", "serving": "green", "ready": "green"}
+STEP_STYLES = {"crashed": "bold white on red", "stopped": "bold red", "gone": "bold white on red", "serving": "green",
+               "ready": "green"}
 
 
 def format_duration(seconds: float) -> str:
