@@ -14,6 +14,11 @@ run from there, never copied here.
 
     python perf/perf_bench.py [--requests 64] [--max-tokens 64] [--repeats 2] [--old d8883b8^]
         [--peer /work/shared/bench-peer] [--venv /tmp/bench-peer-venv] [--only server|client]
+    python perf/perf_bench.py --port 30000 --concurrency 32    # a server already running (e.g. a real SGLang)
+
+With `--port` no simulator is started: both clients load the server on 127.0.0.1:PORT (its tokenizer is
+not the word-level one, so bench_serving's retokenized ITL and spectui's token estimate may differ; the
+output tok/s, TTFT, TPOT and E2E figures do not depend on it).
 """
 
 from __future__ import annotations
@@ -144,6 +149,7 @@ def main() -> None:
     ap.add_argument("--old", metavar="REV", help="also run spectui's load generator as of this git revision")
     ap.add_argument("--peer", type=Path, default=Path("/work/shared/bench-peer"))
     ap.add_argument("--venv", type=Path, default=Path("/tmp/bench-peer-venv"))
+    ap.add_argument("--port", type=int, help="load this running server instead of starting the simulator")
     a = ap.parse_args()
     py = peer_venv(a.venv)
     work = Path(tempfile.mkdtemp(prefix="perf-bench-"))
@@ -162,15 +168,16 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         clients[f"spectui@{a.old}"] = old
     try:
-        for key in [a.only] if a.only else list(REGIMES):
-            label, scale, conc = REGIMES[key]
+        for key in ["given"] if a.port else [a.only] if a.only else list(REGIMES):
+            label, scale, conc = REGIMES.get(key, (f"server on port {a.port}", 0.0, 32))
             conc = a.concurrency or conc
-            port = free_port()
-            sim = subprocess.Popen([sys.executable, "-m", "spectui.sim", "--model-path", "m", *SPEC, "--port",
-                                    str(port), "--sim-time-scale", f"{scale:g}"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            port = a.port or free_port()
+            sim = None if a.port else subprocess.Popen(
+                [sys.executable, "-m", "spectui.sim", "--model-path", "m", *SPEC, "--port", str(port),
+                 "--sim-time-scale", f"{scale:g}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
             try:
-                wait_health(port, sim)
+                if sim is not None:
+                    wait_health(port, sim)
                 best: dict[str, dict] = {}
                 for _ in range(a.repeats):
                     for name in ("bench_serving", *clients):
@@ -182,15 +189,17 @@ def main() -> None:
                         if name not in best or (pick(r, key) or 0) > (pick(best[name], key) or 0):
                             best[name] = r
             finally:
-                sim.terminate()
-                sim.wait(10)
+                if sim is not None:
+                    sim.terminate()
+                    sim.wait(10)
             report(label, scale, conc, a, best)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def report(label: str, scale: float, conc: int, a: argparse.Namespace, best: dict[str, dict]) -> None:
-    print(f"\n== {label}: simulator EAGLE3 time scale {scale:g}, concurrency {conc}, {a.requests} requests, "
+    where = f"simulator EAGLE3 time scale {scale:g}" if scale else "the given server"
+    print(f"\n== {label}: {where}, concurrency {conc}, {a.requests} requests, "
           f"max_tokens {a.max_tokens}, best of {a.repeats} by output tok/s")
     names = list(best)
     print(f"{'':16s}" + "".join(f"{n:>22s}" for n in names) + "".join(f"{n + ' / peer':>26s}" for n in names[1:]))
