@@ -24,11 +24,12 @@ class SpectuiApp(App[int]):
         Binding("question_mark,f1", "help", "Help"),
         Binding("colon,ctrl+p", "command_palette", "Commands", show=False),
         Binding("r", "relaunch", "Relaunch"),
+        Binding("r", "relaunch_preview", "Preview"),  # read-only: the screen's diff and verdict, no relaunch
         Binding("h", "history", "History"),
-        Binding("x", "record", "Record", show=False),
-        Binding("i", "draft", "Draft", show=False),
-        Binding("b", "bench", "Bench", show=False),
-        Binding("w", "sweep", "Sweep", show=False),
+        Binding("b", "bench", "Bench"),
+        Binding("w", "sweep", "Sweep"),
+        Binding("i", "draft", "Draft"),
+        Binding("x", "record", "Record"),
     ]
 
     def __init__(
@@ -52,12 +53,33 @@ class SpectuiApp(App[int]):
     def get_default_screen(self) -> Screen:
         return self.dashboard
 
+    # ---- which keys work here: the footer and help show only those -----------------------------
+
+    def off_actions(self) -> dict[str, str]:
+        """Actions this session forbids (hidden from the footer, left out of help), with why."""
+        from spectui.ui.screens.help import off_actions
+
+        try:
+            session = self.session
+        except IndexError:  # a tabbed cockpit with no tab open (fleet only)
+            return {}
+        return off_actions(session)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        off = self.off_actions()
+        if action == "relaunch_preview":
+            return "relaunch" in off and "relaunch_preview" not in off
+        return action not in off
+
     # ---- actions (also reachable from the command palette) ------------------------------------
 
     def action_help(self) -> None:
         from spectui.ui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.off_actions()))
+
+    def action_relaunch_preview(self) -> None:
+        self.action_relaunch()
 
     def action_history(self) -> None:
         from spectui.ui.screens.history import HistoryScreen
@@ -68,8 +90,10 @@ class SpectuiApp(App[int]):
         from spectui.ui.screens.relaunch import RelaunchScreen
 
         if self.session.read_only:
-            self.notify("read-only session: relaunch is disabled (started with --read-only)",
-                        severity="warning")
+            from spectui.ui.screens.help import read_only_reason
+
+            self.notify(f"read-only session: relaunch is disabled ({read_only_reason(self.session)})",
+                        severity="warning", markup=False)
         self.push_screen(RelaunchScreen(self.session, self.cockpit, diagnosis=diagnosis))
 
     def action_draft(self) -> None:

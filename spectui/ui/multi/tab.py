@@ -60,7 +60,7 @@ class TabDashboard(DashboardScreen):
         yield SummaryStrip(id="summary")
         for widget in super().compose():
             if type(widget) is Footer:
-                yield TabFooter()
+                yield TabFooter(show_command_palette=False, compact=True)
             elif type(widget) is LogView:
                 log = TabLogView(id=widget.id, max_lines=widget.max_lines)
                 log.hidden = self._hidden

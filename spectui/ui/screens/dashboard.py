@@ -80,13 +80,14 @@ def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no:
 
 class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
     BINDINGS = [
-        Binding("space", "toggle_follow", "Follow/pause"),
+        Binding("space", "toggle_follow", "Pause", show=False),  # the log title says it
         Binding("slash", "prompt('search')", "Search"),
         Binding("n", "find(False)", "Next", show=False),
         Binding("N", "find(True)", "Prev", show=False),
         Binding("backslash", "prompt('filter')", "Filter"),
-        Binding("e", "error(False)", "Next error"),
+        Binding("e", "error(False)", "Error"),
         Binding("E", "error(True)", "Prev error", show=False),
+        Binding("p", "toggle_probes", "Probes", show=False),  # the title names p when any are held
         Binding("g,home", "top", "Top", show=False),
         Binding("G,end,F", "bottom", "Follow", show=False),
         Binding("y", "copy", "Copy", show=False),
@@ -129,7 +130,8 @@ class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
         yield LogView(id="log", max_lines=self.max_log_lines)
         yield Input(id="prompt")
         yield GpuStrip(id="gpus")
-        yield Footer(show_command_palette=False)  # the palette is ":" or ctrl+p (help); the keys need the room
+        # compact: every key of the cockpit fits (the palette is ":" or ctrl+p, in help)
+        yield Footer(show_command_palette=False, compact=True)
 
     def on_mount(self) -> None:
         import sys
@@ -323,6 +325,7 @@ class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
             await self.wait_processed()
         self.mark_line(marker or f"──── relaunched: now following {path} ────")
         self.cockpit.new_stream(launch=launch, view_last_line=log.last_line_no, now=self.clock())
+        log.begin_file()  # the gutter counts the new file's own lines from 1
         self.log_path = path
         self._update_log_title()
         self.follow(path)
@@ -331,6 +334,7 @@ class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
         """A marker line of the cockpit's own in the log pane (relaunch, successor), coloured as a milestone."""
         log = self.query_one(LogView)
         log.append_lines([text])
+        log.mark_own(log.last_line_no)  # no file line number in the gutter
         log.mark_kinds([(log.last_line_no, log.last_line_no, "milestone")])
 
     def _show_timeline(self) -> None:

@@ -34,13 +34,26 @@ class LogKeys(_Base):
     def _update_log_title(self) -> None:
         log = self.query_one(LogView)
         parts = ["log", self.log_path or ""]
-        parts.append("following" if log.following else f"PAUSED (+{log.unseen} new; space resumes)")
+        parts.append("following (space pauses)" if log.following else f"PAUSED (+{log.unseen} new; space resumes)")
         if log.filter_text:
-            parts.append(f"filter: {log.filter_text}")
+            n = log.filter_count() or 0
+            parts.append(f"filter: {log.filter_text} ({n} line{'s' if n != 1 else ''})" if n else
+                         f"filter: {log.filter_text} (0 matches)")
         if log.search_text:
-            parts.append(f"search: {log.search_text}")
+            at, hits = log.search_count()
+            parts.append(f"search: {log.search_text} " + (f"{at}/{hits}" if at else
+                                                          f"({hits} hit{'s' if hits != 1 else ''})"))
+        if log.probes:
+            parts.append(f"{log.probes} probe lines shown (p hides)" if log.show_probes else
+                         f"{log.probes} probe lines hidden (p shows)")
         log.border_title = Content(" · ".join(p for p in parts if p))  # paths and patterns are data, not markup
         self._refresh_header()
+
+    def action_toggle_probes(self) -> None:
+        """Show or hide spectui's own GET /health, /server_info, /metrics lines (hidden at start)."""
+        shown = self.query_one(LogView).toggle_probes()
+        self._update_log_title()
+        self.notify("probe lines shown" if shown else "probe lines hidden", timeout=2)
 
     def action_toggle_follow(self) -> None:
         self.query_one(LogView).toggle_follow()

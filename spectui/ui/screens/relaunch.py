@@ -117,8 +117,10 @@ class RelaunchScreen(ModalScreen[None]):
         with Vertical(classes="dialog", id="relaunch-dialog"):  # its size: spectui.tcss
             yield Static(Text(title), classes="title")  # host names and paths are data, not markup
             if self.session.read_only:
-                yield Static(Text("read-only session (--read-only): you can edit and see the verdict, "
-                                  "but relaunch is disabled", style="bold yellow"))
+                from spectui.ui.screens.help import read_only_reason
+
+                yield Static(Text(f"read-only session ({read_only_reason(self.session)}): you can edit and see "
+                                  "the verdict, but relaunch is disabled", style="bold yellow"))
             group = getattr(self.session, "group", None)
             if group is not None:
                 yield Static(Text(f"group relaunch · {group.kind}: {group.describe()}. The edits go to every node "

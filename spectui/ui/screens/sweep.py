@@ -188,7 +188,9 @@ class SweepScreen(ModalScreen[None]):
             if c.status == "skipped":
                 t.append(f"#{c.index} skipped: {c.reason}\n", "yellow")
         if self.session.read_only:
-            t.append("read-only session: plan only (started with --read-only)", "bold yellow")
+            from spectui.ui.screens.help import read_only_reason
+
+            t.append(f"read-only session: plan only ({read_only_reason(self.session)})", "bold yellow")
         elif n == 0:
             t.append("nothing to launch: every combination is refused or a duplicate", "bold yellow")
         else:

@@ -34,6 +34,18 @@ _CURSOR = Style(reverse=True)
 _MATCH = Style(color="black", bgcolor="magenta", bold=True)
 
 
+# spectui's own probes as SGLang's access log (uvicorn) prints them: `INFO:     127.0.0.1:5432 - "GET /health
+# HTTP/1.1" 200 OK`. The log pane hides them by default (`p` shows them): a cockpit polling every second
+# otherwise fills the pane with its own requests (#22, #24). A scraper's GET /metrics looks the same.
+PROBE_PATHS = ("health", "health_generate", "server_info", "get_server_info", "metrics")
+_PROBE_RE = re.compile(r'"(?:GET|HEAD) /(?:' + "|".join(PROBE_PATHS) + r')(?:\?[^ "]*)? HTTP/[0-9.]+"')
+
+
+def is_probe(text: str) -> bool:
+    """An access-log line of a /health, /server_info or /metrics request (spectui's own probes)."""
+    return "HTTP/" in text and _PROBE_RE.search(text) is not None
+
+
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """A user's pattern as a regex: regex when it compiles, else literal; smart case (lower = ignore case)."""
     flags = 0 if any(c.isupper() for c in pattern) else re.IGNORECASE
@@ -91,15 +103,16 @@ def batch_kinds(ranges: Iterable[tuple[int, int, str]], first_no: int, count: in
     return [(first_no, end, kinds), *tail] if count > 0 else tail
 
 
-def render_row(no: int, line: str, kind: str, search: re.Pattern[str] | None, cursor: bool,
+def render_row(no: int | None, line: str, kind: str, search: re.Pattern[str] | None, cursor: bool,
                console: Console) -> Strip:
-    """Line `no` as a row of the pane (uncropped)."""
+    """Line `no` (of its file; None: a line of spectui's own, no number) as a row of the pane (uncropped)."""
+    gutter = f"{no:>7} " if no is not None else "        "
     if search is None and not cursor:
         # The common row: gutter + one style, two segments (what Text.render yields, ~15x cheaper).
         body = [Segment(line, KIND_STYLES.get(kind, _PLAIN))] if line else []
-        return Strip([Segment(f"{no:>7} ", _GUTTER), *body])
+        return Strip([Segment(gutter, _GUTTER), *body])
     text = Text(no_wrap=True, end="")
-    text.append(f"{no:>7} ", _GUTTER)
+    text.append(gutter, _GUTTER)
     body_text = Text(line, style=KIND_STYLES.get(kind, _PLAIN), no_wrap=True, end="")
     if search is not None:
         for m in search.finditer(line):

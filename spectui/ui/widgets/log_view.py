@@ -23,13 +23,20 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from spectui.ui.widgets import log_lines
 from spectui.ui.widgets.log_lines import KIND_STYLES, MARKER, compile_pattern, prepare_lines, render_row
+from spectui.ui.widgets.log_search import LogSearch
+
+is_probe = log_lines.is_probe
 
 __all__ = ["KIND_STYLES", "LogView", "compile_pattern", "prepare_lines"]
 
 
-class LogView(ScrollView, can_focus=True):
-    """The log pane. Keys live on the dashboard screen so they work whatever has focus."""
+class LogView(LogSearch, ScrollView, can_focus=True):
+    """The log pane. Keys live on the dashboard screen so they work whatever has focus.
+
+    Line numbers inside are the view's (one run across relaunch files); the gutter shows each file's own
+    (`begin_file`). spectui's own probe lines (log_lines.is_probe) are hidden unless `show_probes`."""
 
     DEFAULT_CSS = """
     LogView { height: 1fr; }
@@ -52,6 +59,11 @@ class LogView(ScrollView, can_focus=True):
         self._filter_inverse = False
         self._view: list[int] | None = None  # line numbers passing the filter (sorted)
         self._search: re.Pattern[str] | None = None
+        self._hits: list[int] | None = None  # line numbers in view matching the search (log_search.py)
+        self.show_probes = False  # spectui's own GET /health, /server_info, /metrics lines (`p`)
+        self.probes = 0  # probe lines held
+        self._file_starts: list[int] = []  # view line numbers where a followed file (a relaunch's) begins
+        self._own_lines: set[int] = set()  # spectui's marker lines (no file line number)
         self._search_typed = ""
         self._filter_typed = ""
         self.cursor: int | None = None  # line number under the cursor (search hit, error jump)
@@ -85,12 +97,18 @@ class LogView(ScrollView, can_focus=True):
         self._texts.extend(new)
         self._kinds.extend(["other"] * len(new))
         self._width = max(self._width, width + 8)
+        probes = sum(1 for t in new if is_probe(t))
+        self.probes += probes
         if self._view is not None:
-            self._view.extend(start_no + i for i, t in enumerate(new) if self._passes(t))
+            self._view.extend(start_no + i for i, t in enumerate(new) if self._passes_view(t))
+        elif probes and not self.show_probes:
+            self._rebuild_view()  # the first probe line: from now on the pane shows a view without them
+        self._hits_extend(start_no, new)
         pruned = self._prune()
         if not self.following:
             self.unseen += len(new)
-            self.post_message(self.StateChanged())  # the title's "PAUSED (+N new)" counts them
+        if not self.following or probes or self._hits is not None or self._filter is not None:
+            self.post_message(self.StateChanged())  # the title counts: "PAUSED (+N new)", hits, probe lines
         self._update_size()
         if self.following:
             self._stick_to_end()
@@ -150,7 +168,9 @@ class LogView(ScrollView, can_focus=True):
     def clear(self) -> None:
         self._texts.clear()
         self._kinds.clear()
+        self.probes = 0
         self._view = [] if self._view is not None else None
+        self._hits = [] if self._hits is not None else None
         self.dropped = 0
         self.cursor = None
         self._cache.clear()
@@ -164,12 +184,14 @@ class LogView(ScrollView, can_focus=True):
             return False
         # Drop in chunks of a tenth so the memmove happens rarely, not on every batch.
         excess = max(excess, self.max_lines // 10)
+        self.probes -= sum(1 for t in self._texts[:excess] if is_probe(t))
         del self._texts[:excess]
         del self._kinds[:excess]
         self._first_no += excess
         self.dropped += excess
         if self._view is not None:
             del self._view[: bisect_left(self._view, self._first_no)]
+        self._hits_prune()
         if self.cursor is not None and self.cursor < self._first_no:
             self.cursor = None
         self._cache.clear()
@@ -259,9 +281,35 @@ class LogView(ScrollView, can_focus=True):
             return Strip(Text(note, style=MARKER, no_wrap=True, end="").render(self.app.console))
         no = self._row_to_no(row)
         if no is None:
+            if row == self._marker_rows and self._filter is not None and not self._view:
+                note = f" 0 matches: no line held matches the filter {self.filter_text} (\\ then enter clears it) "
+                return Strip(Text(note, style=MARKER, no_wrap=True, end="").render(self.app.console))
             return Strip([Segment("")])
-        return render_row(no, self._texts[no - self._first_no], self._kinds[no - self._first_no], self._search,
-                          no == self.cursor, self.app.console)
+        return render_row(self.file_line_no(no), self._texts[no - self._first_no], self._kinds[no - self._first_no],
+                          self._search, no == self.cursor, self.app.console)
+
+    # ---- the files' own line numbers ---------------------------------------------------------------
+
+    def begin_file(self, first_no: int | None = None) -> None:
+        """A new file is followed from view line `first_no` on (default: the next line): the gutter counts
+        from 1 again there (a relaunch's log), and the marker lines before it carry no number."""
+        self._file_starts.append(self.last_line_no + 1 if first_no is None else first_no)
+        self._cache.clear()
+
+    def mark_own(self, no: int) -> None:
+        """View line `no` is spectui's own (a relaunch marker), not the file's: no number in the gutter."""
+        self._own_lines.add(no)
+        self._cache.clear()
+
+    def file_line_no(self, no: int) -> int | None:
+        """The number of view line `no` in its own file (None for a line of spectui's own)."""
+        if no in self._own_lines:
+            return None
+        i = bisect_right(self._file_starts, no)
+        if i == 0:
+            return no
+        start = self._file_starts[i - 1]
+        return no - start + 1 - sum(1 for o in self._own_lines if start <= o < no)
 
     def _invalidate(self) -> None:
         self._cache.clear()
@@ -322,9 +370,32 @@ class LogView(ScrollView, can_focus=True):
         """The filter as the user typed it (the compiled regex may be an escaped literal)."""
         return self._filter_typed if self._filter is not None else ""
 
-    def _passes(self, text: str) -> bool:
-        assert self._filter is not None
-        return (self._filter.search(text) is None) == self._filter_inverse
+    def _passes_view(self, text: str) -> bool:
+        """Whether a line is in the view: the filter's, and not a probe line while those are hidden."""
+        if not self.show_probes and is_probe(text):
+            return False
+        return self._filter is None or (self._filter.search(text) is None) == self._filter_inverse
+
+    def _rebuild_view(self) -> None:
+        if self._filter is None and (self.show_probes or not self.probes):
+            self._view = None
+        else:
+            first = self._first_no
+            self._view = [first + i for i, t in enumerate(self._texts) if self._passes_view(t)]
+        self._hits_rebuild()
+        self._update_size()
+
+    def filter_count(self) -> int | None:
+        """Lines the filter lets through (None without a filter)."""
+        return len(self._view or ()) if self._filter is not None else None
+
+    def toggle_probes(self) -> bool:
+        """Show or hide spectui's own probe lines; returns whether they are shown now."""
+        self.show_probes = not self.show_probes
+        self._rebuild_view()
+        self._show_cursor_or_end()
+        self._invalidate()
+        return self.show_probes
 
     def set_filter(self, pattern: str) -> None:
         """Show only lines matching `pattern` (regex); a leading `!` inverts it; empty clears the filter."""
@@ -332,81 +403,12 @@ class LogView(ScrollView, can_focus=True):
         inverse = pattern.startswith("!")
         pattern = pattern[1:] if inverse else pattern
         if not pattern:
-            self._filter, self._view = None, None
+            self._filter = None
         else:
             self._filter, self._filter_inverse = compile_pattern(pattern), inverse
-            first = self._first_no
-            self._view = [first + i for i, t in enumerate(self._texts) if self._passes(t)]
-        self._update_size()
+        self._rebuild_view()
         self._show_cursor_or_end()
         self._invalidate()
-
-    # ---- search and jumps ------------------------------------------------------------------------
-
-    @property
-    def search_text(self) -> str:
-        """The search as the user typed it."""
-        return self._search_typed if self._search is not None else ""
-
-    def set_search(self, pattern: str) -> bool:
-        """Highlight `pattern` and move to a hit; empty clears. Returns whether a hit was found.
-
-        Following a live log, the first hit is the most recent one (then `N` goes back in time);
-        paused, it is the first hit from the top of the view down, like less.
-        """
-        self._search = compile_pattern(pattern) if pattern else None
-        self._search_typed = pattern
-        self._invalidate()
-        if self._search is None:
-            return True
-        if self.cursor is None and self.following:
-            return self.find(backward=True)
-        if self.cursor is None:
-            top = self._row_to_no(max(int(self.scroll_offset.y), self._marker_rows))
-            self.cursor = top - 1 if top is not None else None
-            if self.find(backward=False):
-                return True
-            self.cursor = None
-            return False
-        return self.find(backward=False)
-
-    def find(self, *, backward: bool) -> bool:
-        """Move the cursor to the next (previous) line matching the search. Returns whether one exists."""
-        pattern = self._search
-        if pattern is None:
-            return False
-        return self._jump(lambda no: pattern.search(self._texts[no - self._first_no]) is not None, backward)
-
-    def jump_error(self, *, backward: bool) -> bool:
-        """Move to the start of the next (previous) error block (a traceback is one block)."""
-
-        return self._jump(self._error_starts.__contains__, backward)
-
-    def _candidates(self, backward: bool) -> Iterable[int]:
-        """Line numbers after (before) the cursor in view order, not wrapping."""
-        if self._view is not None:
-            view = self._view
-            if self.cursor is None:
-                return reversed(view) if backward else iter(view)
-            if backward:
-                return reversed(view[: bisect_left(view, self.cursor)])
-            return iter(view[bisect_right(view, self.cursor):])
-        first, last = self._first_no, self.last_line_no
-        if self.cursor is None:
-            return range(last, first - 1, -1) if backward else range(first, last + 1)
-        if backward:
-            return range(min(self.cursor - 1, last), first - 1, -1)
-        return range(max(self.cursor + 1, first), last + 1)
-
-    def _jump(self, predicate, backward: bool) -> bool:
-        for no in self._candidates(backward):
-            if predicate(no):
-                self.following = False
-                self.cursor = no
-                self._show_cursor_or_end()
-                self._invalidate()
-                return True
-        return False
 
     def _show_cursor_or_end(self) -> None:
         row = self._no_to_row(self.cursor) if self.cursor is not None else None
