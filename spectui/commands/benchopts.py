@@ -13,9 +13,9 @@ GOODPUT_NAMES = {"ttft": "ttft", "tpot": "tpot", "e2el": "e2el", "e2e": "e2el"}
 
 def add_bench_only_arguments(parser: argparse.ArgumentParser) -> None:
     ds = parser.add_argument_group("workload (bench_serving's names)")
-    ds.add_argument("--dataset-name", choices=("random", "sharegpt"),
-                    help="random: fixed-length random prompts; sharegpt: a local ShareGPT file (--dataset-path). "
-                         "Default: --prompts")
+    ds.add_argument("--dataset-name", choices=("random", "sharegpt", "generated-shared-prefix"),
+                    help="random: fixed-length random prompts; sharegpt: a local ShareGPT file (--dataset-path); "
+                         "generated-shared-prefix: groups of prompts sharing a system prompt. Default: --prompts")
     ds.add_argument("--dataset-path", metavar="FILE",
                     help="the ShareGPT JSON/JSONL file (sharegpt), or text to draw random words from (random)")
     ds.add_argument("--random-input-len", type=int, default=1024, metavar="N",
@@ -26,6 +26,14 @@ def add_bench_only_arguments(parser: argparse.ArgumentParser) -> None:
                     help="random: lengths drawn from [N*R, N] (default 0.0, as bench_serving)")
     ds.add_argument("--sharegpt-output-len", type=int, metavar="N",
                     help="sharegpt: every request's output length (default: the recorded answer's)")
+    for flag, default, what in (("--gsp-num-groups", 64, "groups"), ("--gsp-prompts-per-group", 16, "prompts a group"),
+                                ("--gsp-system-prompt-len", 2048, "shared system prompt tokens"),
+                                ("--gsp-question-len", 128, "question tokens"), ("--gsp-output-len", 256,
+                                                                                "output tokens")):
+        ds.add_argument(flag, type=int, default=default, metavar="N",
+                        help=f"generated-shared-prefix: {what} (default {default})")
+    ds.add_argument("--gsp-range-ratio", type=float, default=1.0, metavar="R",
+                    help="generated-shared-prefix: lengths drawn from [N*R, N] (default 1.0, as bench_serving)")
     ds.add_argument("--ignore-eos", action="store_true",
                     help="generate max_tokens even past the end-of-sequence token (lengths as asked)")
     ds.add_argument("--seed", type=int, default=0, help="seed of the prompt order, the draw and the arrivals (default 0)")
@@ -103,11 +111,17 @@ def workload(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, A
     info: dict[str, Any] = {"dataset_name": args.dataset_name or "prompts"}
     if args.dataset_name is None:
         return kw, load_prompts(args.prompts), {**info, "dataset_name": args.prompts}
+    gsp = {k: getattr(args, k) for k in ("gsp_num_groups", "gsp_prompts_per_group", "gsp_system_prompt_len",
+                                         "gsp_question_len", "gsp_output_len", "gsp_range_ratio")}
     ds = Dataset(args.dataset_name, args.requests or DEFAULT_REQUESTS, path=args.dataset_path,
                  random_input_len=args.random_input_len, random_output_len=args.random_output_len,
                  random_range_ratio=args.random_range_ratio, sharegpt_output_len=args.sharegpt_output_len,
-                 seed=args.seed)
-    if ds.name == "random":
+                 seed=args.seed, **gsp)
+    if ds.name == "generated-shared-prefix":
+        info.update(gsp)
+        if args.requests is None and args.duration is None:  # bench_serving sends every prompt of the set
+            args.requests = ds.gsp_num_groups * ds.gsp_prompts_per_group
+    elif ds.name == "random":
         info.update(random_input_len=ds.random_input_len, random_output_len=ds.random_output_len,
                     random_range_ratio=ds.random_range_ratio)
     else:

@@ -1,4 +1,5 @@
-"""Workloads in bench_serving's names (`--dataset-name random | sharegpt`), made into a PromptSet.
+"""Workloads in bench_serving's names (`--dataset-name random | sharegpt | generated-shared-prefix`), made
+into a PromptSet.
 
 random    `--random-input-len I --random-output-len O --random-range-ratio R`: per request an input length
           drawn uniformly from [max(1, int(I*R)), I] and an output length from [max(1, int(O*R)), O], as
@@ -11,6 +12,11 @@ sharegpt  a local ShareGPT file (`--dataset-path`: a JSON list, or JSONL, of {"c
           turns are read too): the first turn is the prompt, the second's length (~4 characters a token,
           no tokenizer) the output length unless `--sharegpt-output-len` fixes it; pairs whose prompt or
           output is under 2 tokens are skipped, as bench_serving does. Nothing is downloaded.
+generated-shared-prefix  `--gsp-num-groups G --gsp-prompts-per-group P --gsp-system-prompt-len S
+          --gsp-question-len Q --gsp-output-len O --gsp-range-ratio R` (bench_serving's defaults 64, 16, 2048,
+          128, 256, 1.0): G groups of P prompts, each group one random system prompt of ~S words shared by
+          its P prompts, each prompt its own ~Q-word question and O output tokens (lengths drawn from
+          [N*R, N]): the prefix cache's workload. G*P prompts; the run sends `--requests` of them (default all).
 The draw is seeded (`--seed`): the same seed gives the same prompts and lengths.
 """
 
@@ -26,6 +32,7 @@ from spectui.load.prompts import BUNDLED, DATA_DIR, Prompt, PromptFileError, Pro
 
 WORD = re.compile(r"[A-Za-z]{2,12}")
 CHARS_PER_TOKEN = 4
+NAMES = ("random", "sharegpt", "generated-shared-prefix")
 
 
 @dataclass(frozen=True)
@@ -38,12 +45,22 @@ class Dataset:
     random_range_ratio: float = 0.0
     sharegpt_output_len: int | None = None
     seed: int = 0
+    gsp_num_groups: int = 64
+    gsp_prompts_per_group: int = 16
+    gsp_system_prompt_len: int = 2048
+    gsp_question_len: int = 128
+    gsp_output_len: int = 256
+    gsp_range_ratio: float = 1.0
 
     def validate(self) -> None:
         from spectui.load.errors import BenchConfigError
 
-        if self.name not in ("random", "sharegpt"):
-            raise BenchConfigError(f"--dataset-name must be random or sharegpt, got {self.name!r}")
+        if self.name not in NAMES:
+            raise BenchConfigError(f"--dataset-name must be one of {', '.join(NAMES)}, got {self.name!r}")
+        gsp = (self.gsp_num_groups, self.gsp_prompts_per_group, self.gsp_system_prompt_len, self.gsp_question_len,
+               self.gsp_output_len)
+        if min(gsp) < 1 or not 0.0 <= self.gsp_range_ratio <= 1.0:
+            raise BenchConfigError("--gsp-* lengths and counts must be at least 1, --gsp-range-ratio within [0, 1]")
         if self.name == "sharegpt" and not self.path:
             raise BenchConfigError("--dataset-name sharegpt needs --dataset-path FILE (a local ShareGPT JSON "
                                    "file: nothing is downloaded)")
@@ -151,6 +168,27 @@ def sharegpt_prompts(ds: Dataset) -> PromptSet:
     return PromptSet(f"sharegpt:{ds.path}", tuple(prompts), str(Path(ds.path).expanduser().resolve()))
 
 
+def shared_prefix_prompts(ds: Dataset) -> PromptSet:
+    rng = random.Random(ds.seed)
+    vocab = _vocabulary(ds.path)
+    groups, per = ds.gsp_num_groups, ds.gsp_prompts_per_group
+    system = random_lens(ds.gsp_system_prompt_len, ds.gsp_range_ratio, groups, rng)
+    question = random_lens(ds.gsp_question_len, ds.gsp_range_ratio, groups * per, rng)
+    output = random_lens(ds.gsp_output_len, ds.gsp_range_ratio, groups * per, rng)
+    prompts = []
+    for g in range(groups):
+        prefix = " ".join(rng.choice(vocab) for _ in range(system[g]))
+        for j in range(per):
+            i = g * per + j
+            text = prefix + "\n\n" + " ".join(rng.choice(vocab) for _ in range(question[i]))
+            prompts.append(Prompt(f"gsp-{g}-{j}", text=text, input_len=system[g] + question[i], output_len=output[i]))
+    name = (f"generated-shared-prefix:{groups}x{per}:{ds.gsp_system_prompt_len}+{ds.gsp_question_len}:"
+            f"{ds.gsp_output_len}")
+    return PromptSet(name, tuple(prompts), "generated-shared-prefix")
+
+
 def load_dataset(ds: Dataset) -> PromptSet:
     ds.validate()
-    return random_prompts(ds) if ds.name == "random" else sharegpt_prompts(ds)
+    if ds.name == "random":
+        return random_prompts(ds)
+    return sharegpt_prompts(ds) if ds.name == "sharegpt" else shared_prefix_prompts(ds)

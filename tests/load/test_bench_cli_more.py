@@ -79,6 +79,15 @@ def test_random_workload_and_output_file_lines(port: int, tmp_path: Path, capsys
     assert all(isinstance(x, float) for per in b["itls"] for x in per) and all(t > 0 for t in b["ttfts"])
 
 
+def test_shared_prefix_sends_every_prompt_of_the_set(port: int, capsys) -> None:
+    assert main(["bench", "local", "--server-port", str(port), "--dataset-name", "generated-shared-prefix",
+                 "--gsp-num-groups", "2", "--gsp-prompts-per-group", "3", "--gsp-system-prompt-len", "40",
+                 "--gsp-question-len", "5", "--gsp-output-len", "8", "--warmup", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"]["requests"] == 6 and out["requests"]["ok"] == 6 and out["output_tokens"] == 6 * 8
+    assert out["workload"]["prompts"] == "generated-shared-prefix:2x3:40+5:8"
+
+
 def test_ctrl_c_keeps_and_records_what_completed(tmp_path: Path, state: Path) -> None:
     with sim(tmp_path, scale="5") as (p, _):
         env = {**os.environ, "XDG_STATE_HOME": str(state)}

@@ -176,3 +176,16 @@ def test_the_header_names_the_server_that_runs_after_a_baseline(capsys) -> None:
     text = " ".join(capsys.readouterr().out.split())  # a narrow console wraps the line
     assert text.startswith("measured pid 111 (stopped for the baseline; the speculative command runs again as "
                            "pid 333)")
+
+
+def test_generated_shared_prefix_groups_share_their_system_prompt() -> None:
+    ds = Dataset("generated-shared-prefix", 1, gsp_num_groups=3, gsp_prompts_per_group=4, gsp_system_prompt_len=50,
+                 gsp_question_len=6, gsp_output_len=9, seed=3)
+    got = load_dataset(ds)
+    assert len(got) == 12 and {p.output_len for p in got.prompts} == {9}  # range ratio 1.0: fixed lengths
+    prefixes = {p.id.split("-")[1]: set() for p in got.prompts}
+    for p in got.prompts:
+        head, _, question = p.text.partition("\n\n")
+        assert len(head.split()) == 50 and len(question.split()) == 6 and p.input_len == 56
+        prefixes[p.id.split("-")[1]].add(head)
+    assert all(len(v) == 1 for v in prefixes.values()) and len({next(iter(v)) for v in prefixes.values()}) == 3
