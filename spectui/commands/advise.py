@@ -120,8 +120,9 @@ def from_history(host_name: str, port: int | None = None, draft: str | None = No
     return out
 
 
-async def from_live(host: Any, server: Any) -> tuple[Any, str] | None:
-    """The running server's steps (its command resolved) and the mean accept len of its log's last lines."""
+async def from_live(host: Any, server: Any) -> tuple[Any, str, int | None] | None:
+    """The running server's steps (its command resolved), the mean accept len of its log's last lines and,
+    when every one of them ran the same number of requests, their per-request tok/s and that count."""
     from spectui.core.log import DecodeSample, LogParser
     from spectui.core.specdec import Observed
     from spectui.ops.bench import speculative_config
@@ -134,11 +135,18 @@ async def from_live(host: Any, server: Any) -> tuple[Any, str] | None:
     st = await host.stat(server.log_path)
     size = st.size if st else 0
     data = await host.read_range(server.log_path, max(0, size - LOG_TAIL), LOG_TAIL)
-    lens = [r.accept_len for r in LogParser().feed_bytes(data) if isinstance(r, DecodeSample) and r.accept_len]
-    if not lens:
+    samples = [r for r in LogParser().feed_bytes(data) if isinstance(r, DecodeSample) and r.accept_len]
+    if not samples:
         return None
-    recent = lens[-20:]
-    return Observed(steps, min(sum(recent) / len(recent), steps + 1.0)), f"live log {server.log_path}"
+    recent = samples[-20:]
+    length = min(sum(r.accept_len for r in recent) / len(recent), steps + 1.0)  # type: ignore[misc]
+    # The log's speed too, per request (what the rules judge on the same lines), when the load held steady.
+    runs = {r.running_req for r in recent}
+    tps = [r.gen_tokens_per_s for r in recent if r.gen_tokens_per_s]
+    run = runs.pop() if len(runs) == 1 else None
+    per_request = sum(tps) / len(tps) / run if tps and isinstance(run, int) and run > 0 else None
+    note = f"live log {server.log_path}" + (f" ({run} running)" if per_request else "")
+    return Observed(steps, length, per_request), note, run if per_request else None
 
 
 def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | None, list[str]]:
@@ -149,6 +157,7 @@ def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | No
     obs = [parse_observed(t) for t in args.observed]
     notes = [f"--observed {t}" for t in args.observed]
     measured: list[tuple[Any, int | None, float | None]] = []
+    live = None
     for path in args.sweeps:
         got = from_sweep(path)
         measured += got
@@ -163,20 +172,26 @@ def _gather(args: argparse.Namespace) -> tuple[list[Any], int | None, float | No
         measured += got
         notes.append(f"bench history of {args.target} ({whose}): {len(got)} results")
         if live:
-            obs.append(live[0])
             notes.append(live[1])
-    # Speeds only count at one concurrency: the most measured one.
+            args.running_steps = live[0].steps  # the running config: always a predicted row
+    # Speeds only count at one concurrency: the most measured one (else the live log's).
     conc = [c for _, c, _ in measured if c is not None]
-    running = max(set(conc), key=conc.count) if conc else None
+    running = max(set(conc), key=conc.count) if conc else (live[2] if live else None)
+    if live:
+        o = live[0]
+        obs.append(o if live[2] == running else type(o)(o.steps, o.accept_len, None))
     base = args.baseline_tps
+    source = "given" if base else None
     for o, c, b in measured:
         same = c == running
         obs.append(o if same else type(o)(o.steps, o.accept_len, None))
-        base = base or (b if same else None)
+        if not base and same and b:
+            base, source = b, "measured"  # a bench --baseline / sweep --baseline of this server
+    args.baseline_source = source
     return obs, running, base, notes
 
 
-async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tuple[Any, str] | None, str]:
+async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tuple[Any, str, int | None] | None, str]:
     """TARGET's server's bench history, its live observation (None when no server or no Decode line), and
     whose history that is. Without a server found, every bench result of the host counts (said so)."""
     from spectui.errors import SpectuiError
@@ -211,7 +226,9 @@ def _run(args: argparse.Namespace) -> int:
     if not obs:
         raise UsageError("no observation: give --observed STEPS:ACCEPT_LEN, --sweep FILE or a TARGET with a "
                          "bench history or a live log")
-    adv = advise(obs, baseline_per_request_tps=base, running=running, max_steps=args.max_steps)
+    adv = advise(obs, baseline_per_request_tps=base, running=running, max_steps=args.max_steps,
+                 running_steps=getattr(args, "running_steps", None),
+                 baseline_source=getattr(args, "baseline_source", None))
     if args.json:
         print(json.dumps(adv.to_json()))
         return 0
@@ -230,13 +247,21 @@ def _human(adv: Any, notes: list[str], running: int | None) -> None:
                   + (f"; concurrency {running}" if running else ""), markup=False)
     for n in notes:
         console.print(f"  from {n}", markup=False)
-    t = Table("steps", "accept len", "range", "tok/s per request")
+    base = adv.to_json()["baseline"]
+    console.print(f"speedup: x no speculation per request, against the {base['source']} baseline"
+                  + (f" ({base['tokens_per_s']:.1f} tok/s)" if base["tokens_per_s"] and base["source"] != "modelled"
+                     else " (no baseline measured: the cost model's)"), markup=False)
+    t = Table("steps", "accept len", "range", "tok/s per request", "speedup", "measured")
     seen = {k for k, _ in m.observations}
     for p in adv.predicted:
-        mark = " (observed)" if p.steps in seen else ""
+        mark = " (running)" if p.running else " (observed)" if p.steps in seen else ""
+        sp = "-" if p.speedup is None else f"×{p.speedup:.2f} [{p.speedup_low:.2f}-{p.speedup_high:.2f}]"
         t.add_row(f"{p.steps}{mark}", f"{p.accept_len:.2f}", f"{p.low:.2f}-{p.high:.2f}",
-                  "-" if p.tokens_per_s is None else f"{p.tokens_per_s:.1f}")
+                  "-" if p.tokens_per_s is None else f"{p.tokens_per_s:.1f}", sp,
+                  "-" if p.measured_speedup is None else f"×{p.measured_speedup:.2f}")
     console.print(t)
+    for line in adv.measurement_wins:
+        console.print(f"measured and predicted disagree: {line}", markup=False)
     r = adv.recommend
     head = "turn speculation off" if r.off else f"steps {r.steps}, topk {r.topk}, draft tokens {r.num_draft_tokens}"
     console.print(f"recommend: {head} — {r.why}", markup=False)

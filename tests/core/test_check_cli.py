@@ -170,7 +170,10 @@ def test_human_view_shows_message_fix_flags_and_why(tmp_path: Path) -> None:
     block = out.stdout[out.stdout.index("SPEC003"):]
     block = block[: block.index("\n  [", 1)] if "\n  [" in block else block
     assert "SGLang runs with 2 draft tokens, not the 16 requested" in block  # Diagnosis.message
-    assert "      fix: --speculative-num-steps 15\n" in block
+    # #23 one voice: the fix's depth is the advisor's; no baseline here, so its modelled cost (the round split
+    # with the prior step cost 0.147): E[L](k) / (1 + k c) is best at k = 2 for accept len 1.60 (r 0.95)
+    assert "      fix: --speculative-num-steps 2 --speculative-num-draft-tokens 3\n" in block
+    assert "modelled: no baseline at this concurrency" in block
     # the explanation's first sentence only: it ends after the quoted SGLang code, before "A chain verifies"
     assert "why: Every SGLang release from 0.4.6 on applies" in block
     assert "A chain verifies" not in block

@@ -82,9 +82,19 @@ def test_seed_000_override_from_launch_and_server_args(tmp_path: Path) -> None:
     assert rc == 1
     top = data["diagnoses"][0]
     assert top["rule"] == "SPEC003" and top["category"] == "silent-override"
-    assert top["fix"] == {"set": {"--speculative-num-steps": "15"}, "unset": []}
+    # #23 one voice: with decode lines the depth is the advisor's. No baseline: its modelled cost (the round
+    # split with the prior step cost 0.147) makes E[L](k) / (1 + k c) best at k = 2 for accept len 1.60 (r 0.95).
+    assert top["fix"] == {"set": {"--speculative-num-steps": "2", "--speculative-num-draft-tokens": "3"},
+                          "unset": []}
     assert "accept len ceiling = steps + 1 = 2" in top["evidence"]
     assert "SPEC018" not in rules  # the launch is known: no "launch unknown" variant
+    # With the seed's measured baseline (90 tok/s) no depth pays: SPEC003 and SPEC026 both turn it off.
+    _, data, _ = check(tmp_path, OVERRIDE_LOG, "--launch", SEED_LAUNCH + " --speculative-num-steps 1",
+                       "--baseline-tps", "90")
+    rules = by_rule(data)
+    off = ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+           "--speculative-eagle-topk", "--speculative-num-draft-tokens"]
+    assert rules["SPEC003"]["fix"] == {"set": {}, "unset": off} == rules["SPEC026"]["fix"]
 
 
 def test_seed_000_override_from_the_launch_alone(tmp_path: Path) -> None:

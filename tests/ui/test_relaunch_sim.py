@@ -61,6 +61,10 @@ async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, mon
             before = dash.last_update.snapshot.accept_len.mean
             assert before is not None and before <= 2.0  # ceiling is steps + 1 = 2
             panel.highlighted = next(i for i, d in enumerate(panel.diagnoses) if d.fix is not None)
+            # #23 one voice: the fix's depth is the advisor's (draft tokens steps + 1: nothing overridden)
+            fix = dict(panel.diagnoses[panel.highlighted].fix.set)
+            steps = fix["--speculative-num-steps"]
+            assert fix.get("--speculative-num-draft-tokens") == str(int(steps) + 1) and int(steps) > 1
             await pilot.press("d", "f")
             await pilot.pause()
             await pilot.press("ctrl+s", "ctrl+s")  # arm, confirm
@@ -77,12 +81,12 @@ async def test_fix_and_relaunch_the_seed_incident_on_the_simulator(tmp_path, mon
             launches = screen.query_one("#launches", DataTable)
             assert launches.row_count == 2
             flags = str(launches.get_row_at(1)[-1])
-            assert "num steps 1→15" in flags  # the second launch against the first
+            assert f"num steps 1→{steps}" in flags  # the second launch against the first
             recorded = screen.query_one("#recorded", DataTable)
             await wait_for(lambda: recorded.row_count == 1 and str(recorded.get_row_at(0)[1]) != "none recorded",
                            pilot, timeout=10)
             assert str(recorded.get_row_at(0)[1]) == "healthy"
-            assert "--speculative-num-steps 1→15" in str(recorded.get_row_at(0)[4])
+            assert f"--speculative-num-steps 1→{steps}" in str(recorded.get_row_at(0)[4])
             await pilot.press("escape", "q")
     finally:
         demo.stop_sim()

@@ -40,6 +40,10 @@ def depth_metrics(agg: Mapping[str, Any], algorithm: Any, steps: Any, topk: Any,
         out["accept_len_expected"] = expected_accept_len(typical[0], typical[1], cap - 1)
     if str(algorithm or "").upper() == "NGRAM":
         return out  # the advisor's depth model is a trained draft's (num steps): no verdict for n-gram drafts
+    if isinstance(agg.get("advice_steps"), int):  # spec_math's: the advisor with this window's speeds and
+        k = agg["advice_steps"]                    # baseline, the one recommendation every rule names (#23)
+        out["advice_direction"] = "off" if k == 0 else "keep" if k == steps else "deeper" if k > steps else "shallower"
+        return out
     try:
         verdict = depth_advice(steps, min(max(accept, 1.0), float(cap)), running=running, intervals=False)
     except Exception:  # the advisor refuses odd inputs; the other figures still hold

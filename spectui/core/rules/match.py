@@ -238,7 +238,10 @@ def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: A
         out["implied_cost"] = cost.slope / cost.intercept
     best = max(adv.predicted, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
     out.update(best_steps=best.steps,
-               best_speedup=cost.speed(best.steps, best.accept_len) / cost.speed(0, 1.0))
+               best_speedup=cost.speed(best.steps, best.accept_len) / cost.speed(0, 1.0),
+               advice_steps=adv.recommend.steps,  # the advisor's one recommendation (0 = off): rules' fixes
+               advice_basis="against the no-spec baseline" if cost.source in ("baseline", "measured")
+               else "modelled: no baseline at this concurrency")
     return out
 
 

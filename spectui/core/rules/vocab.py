@@ -59,6 +59,7 @@ METRIC_NAMES = {
     "accept_len_of_ceiling": "accept_len / accept_len_ceiling",
     "accept_len_expected": "typical accept len for the algorithm at this depth (a trained draft, chat traffic)",
     "advice_steps": "the depth the advisor recommends (0 = speculation off)",
+    "advice_basis": "what its speedup is against: the no-spec baseline, or modelled",
     "advice_direction": "the advisor's verdict: deeper, shallower, keep or off",
 }
 CAPTURE_NAMES = {

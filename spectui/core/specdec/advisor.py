@@ -135,13 +135,30 @@ class Prediction:
     low: float
     high: float
     tokens_per_s: float | None = None
+    speedup: float | None = None  # x no speculation, per request, under the cost model (at accept_len)
+    speedup_low: float | None = None  # at `low` / `high`: the interval the accept-length band gives
+    speedup_high: float | None = None
+    measured_speedup: float | None = None  # measured at this depth against a measured/given baseline
+    running: bool = False  # the running server's config
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"steps": self.steps, "accept_len": round(self.accept_len, 3),
                                "low": round(self.low, 3), "high": round(self.high, 3)}
         if self.tokens_per_s is not None:
             out["tokens_per_s"] = round(self.tokens_per_s, 2)
+        if self.speedup is not None:
+            out["speedup"] = {"value": round(self.speedup, 3), "low": round(self.speedup_low or self.speedup, 3),
+                              "high": round(self.speedup_high or self.speedup, 3)}
+        if self.measured_speedup is not None:
+            out["measured_speedup"] = round(self.measured_speedup, 3)
+        if self.running:
+            out["running"] = True
         return out
+
+    @property
+    def best_speedup(self) -> float | None:
+        """What this depth is known to give: the measurement where there is one (it wins), else the model."""
+        return self.measured_speedup if self.measured_speedup is not None else self.speedup
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +187,20 @@ class Advice:
     next_to_measure: int | None
     cost: CostModel
     speedup: float  # best option's speed / no-spec speed under `cost` (1.0 when off)
+    baseline_source: str = "modelled"  # measured | given | modelled: where the no-spec speed comes from
+    measurement_wins: tuple[str, ...] = ()  # where a measured speedup and the model's disagree
 
     def row(self, steps: int) -> Prediction:
         return self.predicted[steps - 1]
 
     def to_json(self) -> dict[str, Any]:
+        base = self.cost.baseline_tps if self.cost.known else None
         return {"model": self.model.to_json(), "predicted": [p.to_json() for p in self.predicted],
-                "recommend": self.recommend.to_json(), "next_to_measure": {"steps": self.next_to_measure}}
+                "recommend": self.recommend.to_json(), "next_to_measure": {"steps": self.next_to_measure},
+                "baseline": {"source": self.baseline_source,
+                             "tokens_per_s": round(base, 2) if base is not None else None,
+                             "cost": self.cost.source},
+                "measurement_wins": list(self.measurement_wins)}
 
 
 def _validate(observed: Iterable[Observed | tuple]) -> list[Observed]:
@@ -216,10 +240,28 @@ def _next_to_measure(rows: Sequence[Prediction], cost: CostModel, best: int, see
     return min(unseen, key=lambda p: (abs(p.steps - best), p.steps)).steps if unseen else None
 
 
+def _measured(obs: Sequence[Observed], baseline: float | None) -> dict[int, float]:
+    """Per depth, the measured speedup (mean per-request tok/s there / the baseline), when both are known."""
+    if not baseline:
+        return {}
+    by: dict[int, list[float]] = {}
+    for o in obs:
+        if o.tokens_per_s:
+            by.setdefault(o.steps, []).append(o.tokens_per_s)
+    return {k: sum(v) / len(v) / baseline for k, v in by.items()}
+
+
 def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float | None = None,
            running: int | None = None, max_steps: int = 10, rel_noise: float = _fit.REL_NOISE,
-           intervals: bool = True) -> Advice:
+           intervals: bool = True, running_steps: int | None = None, baseline_source: str | None = None) -> Advice:
     """The whole `spectui advise` answer from observed depths (Observed or (steps, accept_len[, tps])).
+
+    Every row carries `speedup` (x no speculation, per request, at `running` requests) with the interval
+    its accept-length band gives; `running_steps` (the running server's depth) is always a row. Where a
+    depth's speedup was measured against a measured or given baseline, the measurement wins: it decides
+    the recommendation, and a disagreement with the model is said in `measurement_wins`.
+    `baseline_source`: measured (a bench) | given (--baseline-tps); default given with a baseline, else
+    modelled (the no-spec speed the cost model implies).
 
     `intervals=False` skips the intervals (low = high = the prediction): the rules need only the best depth
     and its speed, and the intervals are nearly all of the cost (a refit per perturbation)."""
@@ -228,19 +270,27 @@ def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float
         raise InputError("--max-steps must be >= 1")
     if baseline_per_request_tps is not None and not baseline_per_request_tps > 0:
         raise InputError(f"baseline tokens/s must be positive, got {baseline_per_request_tps}")
+    if running_steps is not None and running_steps >= 1:
+        max_steps = max(max_steps, running_steps)
     f = _fit.fit(Observation(o.steps, o.accept_len, o.weight) for o in obs)
     band = _fit.intervals(f, max_steps, rel_noise) if intervals else None
     cost = infer_cost(obs, baseline_per_request_tps, running)
+    base_speed = cost.speed(0, 1.0)
+    measured = _measured(obs, baseline_per_request_tps)
     rows = []
     for k in range(1, max_steps + 1):
         el = f.accept_len(k)
         low, high = (min(band[k][0], el), max(band[k][1], el)) if band is not None else (el, el)
-        rows.append(Prediction(k, el, low, high,
-                               cost.speed(k, el) if cost.known else None))
-    best = max(rows, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
-    base_speed = cost.speed(0, 1.0)
-    ratio = cost.speed(best.steps, best.accept_len) / base_speed
-    note = _cost_note(cost)
+        rows.append(Prediction(k, el, low, high, cost.speed(k, el) if cost.known else None,
+                               cost.speed(k, el) / base_speed, cost.speed(k, low) / base_speed,
+                               cost.speed(k, high) / base_speed, measured.get(k), k == running_steps))
+    wins = tuple(f"steps {p.steps}: measured {p.measured_speedup:.2f}x, the model says {p.speedup:.2f}x "
+                 f"[{p.speedup_low:.2f}-{p.speedup_high:.2f}]: the measurement wins"
+                 for p in rows if p.measured_speedup is not None and p.speedup is not None
+                 and abs(p.measured_speedup - p.speedup) > max(0.03, (p.speedup_high or 0) - (p.speedup_low or 0)))
+    best = max(rows, key=lambda p: (p.best_speedup or 0.0, -p.steps))
+    ratio = best.best_speedup or 0.0
+    note = _cost_note(cost) + ("; " + "; ".join(wins) if wins else "")
     if ratio <= 1.0:
         rec = Recommendation(0, 0, 0, f"every depth 1-{max_steps} is predicted slower than no speculation"
                                       f" (best: steps {best.steps} at {ratio:.2f}x); turn speculation off at"
@@ -249,14 +299,17 @@ def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float
     else:
         chosen = best.steps
         speed = f" {best.tokens_per_s:.1f} tok/s per request," if best.tokens_per_s is not None else ""
-        base = "no-spec baseline" if cost.source in ("measured", "baseline") else "modelled no-spec speed"
+        src = baseline_source or ("given" if baseline_per_request_tps else "modelled")
+        base = f"{src} no-spec baseline" if src != "modelled" else "modelled no-spec speed"
+        what = "measured" if best.measured_speedup is not None else "predicted"
         rec = Recommendation(chosen, 1, chosen + 1,
-                             f"steps {chosen} maximises predicted per-request speed:{speed} accept len"
+                             f"steps {chosen} maximises {what} per-request speed:{speed} accept len"
                              f" {best.accept_len:.2f} [{best.low:.2f}-{best.high:.2f}], {ratio:.2f}x the"
                              f" {base}; {note}")
     model = ModelInfo(f.a1, f.r, tuple((o.steps, o.accept_len) for o in f.observations), f.prior)
     nxt = _next_to_measure(rows, cost, chosen, {o.steps for o in f.observations})
-    return Advice(model, tuple(rows), rec, nxt, cost, ratio)
+    source = baseline_source or ("given" if baseline_per_request_tps else "modelled")
+    return Advice(model, tuple(rows), rec, nxt, cost, ratio, source, wins)
 
 
 def _sig(x: float | None, digits: int = 3) -> float | None:

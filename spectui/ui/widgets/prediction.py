@@ -28,6 +28,21 @@ def observed_accept_len(cockpit: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value >= 1.0 else None
 
 
+def observed_speeds(cockpit: Any) -> tuple[float | None, float | None, int | None]:
+    """(per-request tok/s, per-request baseline at the same concurrency, running) from the cockpit: exactly
+    what the rules give the advisor (core.rules.spec_math), so the screen and the rules speak with one voice."""
+    from spectui.core.rules import baseline_ratio
+
+    snap = getattr(cockpit, "snapshot", None)
+    tps = getattr(getattr(snap, "gen_tokens_per_s", None), "mean", None)
+    running = getattr(snap, "running_req", None)
+    batch = max(float(running), 1.0) if isinstance(running, int | float) else 1.0
+    per_request = tps / batch if isinstance(tps, int | float) and tps > 0 else None
+    baseline = getattr(cockpit, "baseline", None)
+    same = baseline_ratio(tps, running, baseline) is not None
+    return per_request, float(baseline) / batch if same else None, round(batch)
+
+
 def effective_of(cmd: Any, version: str | None) -> Mapping[str, Any] | None:
     """What SGLang `version` makes of the running command (None when unknown or refused)."""
     if cmd is None:
@@ -42,8 +57,10 @@ def effective_of(cmd: Any, version: str | None) -> Mapping[str, Any] | None:
 
 
 def prediction_text(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-                    accept_len: float | None) -> Text | None:
-    """'steps A→B: accept len X → predicted Y (lo–hi)' for a changed chain depth, else None."""
+                    accept_len: float | None, speeds: tuple[float | None, float | None, int | None] = (None, None, None)
+                    ) -> Text | None:
+    """'steps A→B: accept len X → predicted Y (lo–hi), ×S vs no speculation' for a changed chain depth, else
+    None. `speeds`: observed_speeds(cockpit), the rules' inputs to the advisor."""
     from spectui.core.specdec import Observed, advise
     from spectui.errors import InputError
 
@@ -51,7 +68,9 @@ def prediction_text(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
     if k0 is None or k1 is None or k0 == k1 or accept_len is None:
         return None
     try:
-        adv = advise([Observed(k0, min(accept_len, k0 + 1.0))], max_steps=max(k0, k1, 1))
+        tps, base, running = speeds
+        adv = advise([Observed(k0, min(accept_len, k0 + 1.0), tps)], base, running, max_steps=max(k0, k1, 10),
+                     running_steps=k0)
     except InputError:
         return None
     row = adv.row(k1)
@@ -60,6 +79,10 @@ def prediction_text(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
     t.append(f"steps {k0}→{k1}: accept len {accept_len:.1f} → predicted ")
     t.append(f"{row.accept_len:.1f}", "bold cyan")
     t.append(f" ({row.low:.1f}–{row.high:.1f})", "dim")
+    if row.speedup is not None and adv.cost.known:
+        basis = "against the baseline" if adv.baseline_source != "modelled" else "modelled: no baseline"
+        t.append(f", ×{row.speedup:.2f} vs no speculation", "bold red" if row.speedup < 1.0 else "bold green")
+        t.append(f" ({basis})", "dim")
     best = adv.recommend
     if best.off:
         t.append("; the model says no depth beats plain decode here", "yellow")
@@ -84,7 +107,8 @@ class Prediction(Static):
         if self._old is None or self._old[0] is not original or self._old[1] != version:
             self._old = (original, version, effective_of(original, version))
         new = getattr(getattr(evaluation, "resolution", None), "effective", None)
-        self.show(self._old[2], new, observed_accept_len(cockpit))
+        self.show(self._old[2], new, observed_accept_len(cockpit), observed_speeds(cockpit))
 
-    def show(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, accept_len: float | None) -> None:
-        self.update(prediction_text(old, new, accept_len) or Text())
+    def show(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, accept_len: float | None,
+             speeds: tuple[float | None, float | None, int | None] = (None, None, None)) -> None:
+        self.update(prediction_text(old, new, accept_len, speeds) or Text())

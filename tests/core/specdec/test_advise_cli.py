@@ -19,11 +19,12 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 def test_json_matches_the_contract_and_uses_observed(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(capsys, "--observed", "1:1.81", "--observed", "3:2.80", "--max-steps", "8")
-    assert list(out) == ["model", "predicted", "recommend", "next_to_measure"]
+    assert list(out)[:4] == ["model", "predicted", "recommend", "next_to_measure"]  # then #23's additions
+    assert out["baseline"] == {"source": "modelled", "tokens_per_s": None, "cost": "prior"}
     assert set(out["model"]) == {"a1", "r", "observations", "prior"}
     assert out["model"]["observations"] == [[1, 1.81], [3, 2.8]] and out["model"]["prior"] is False
     assert [p["steps"] for p in out["predicted"]] == list(range(1, 9))
-    assert all(set(p) == {"steps", "accept_len", "low", "high"} for p in out["predicted"])  # no cost known
+    assert all(set(p) == {"steps", "accept_len", "low", "high", "speedup"} for p in out["predicted"])  # no cost
     assert set(out["recommend"]) == {"steps", "topk", "num_draft_tokens", "why"}
     assert set(out["next_to_measure"]) == {"steps"}
     assert out == advise([Observed(1, 1.81), Observed(3, 2.80)], max_steps=8).to_json()

@@ -234,13 +234,14 @@ def test_speeds_are_none_without_cost():
 def test_json_matches_contract():
     out = advise([(1, 1.81), (3, 2.80)], max_steps=10).to_json()
     json.dumps(out)
-    assert set(out) == {"model", "predicted", "recommend", "next_to_measure"}
+    assert set(out) == {"model", "predicted", "recommend", "next_to_measure", "baseline", "measurement_wins"}
     assert set(out["model"]) == {"a1", "r", "observations", "prior"}
     assert out["model"]["observations"] == [[1, 1.81], [3, 2.8]]
     assert out["model"]["prior"] is False
     assert [row["steps"] for row in out["predicted"]] == list(range(1, 11))
     for row in out["predicted"]:
-        assert set(row) == {"steps", "accept_len", "low", "high"}
+        assert set(row) == {"steps", "accept_len", "low", "high", "speedup"}  # speedup: modelled (#23)
+        assert set(row["speedup"]) == {"value", "low", "high"}
     assert set(out["recommend"]) == {"steps", "topk", "num_draft_tokens", "why"}
     rec = out["recommend"]
     assert rec["topk"] == 1 and rec["num_draft_tokens"] == rec["steps"] + 1 and rec["why"]
