@@ -237,10 +237,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _human(adv: Any, notes: list[str], running: int | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from spectui.commands.console import cli_console
+
+    console = cli_console()
     m = adv.model
     console.print(f"model: a1 {m.a1:.3f}, r {m.r:.3f}{' (prior)' if m.prior else ''}; observed "
                   + ", ".join(f"steps {k}: {v:.2f}" for k, v in m.observations)

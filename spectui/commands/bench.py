@@ -255,12 +255,13 @@ def _fmt(x: Any, spec: str = ".1f") -> str:
 
 
 def _table(out: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from spectui.commands.console import cli_console
 
     srv, wl, spec = out["server"], out["workload"], out.get("spec")
     algo = (srv.get("speculative") or {}).get("speculative_algorithm") or "off"
-    console = Console()
+    console = cli_console()
     run = out.get("baseline_run")
     who = f"server pid {_fmt(srv.get('pid'), '')}"
     if run:  # the measured server was stopped by the baseline relaunch: say which runs now

@@ -164,11 +164,10 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from spectui.commands.console import cli_console
 
     # Not a terminal: wide enough that a table row stays one line (rich would assume 80 columns).
-    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
-    return Console(highlight=False, width=wide)
+    return cli_console(highlight=False)
 
 
 def _data(value: object, limit: int | None = None, style: str = "") -> Any:

@@ -127,13 +127,13 @@ async def _log_version(host: Any, path: str) -> str | None:
 
 
 def render(done: Any, console: Any = None) -> None:
-    from rich.console import Console
     from rich.text import Text
 
+    from spectui.commands.console import cli_console
     from spectui.core.text import terminal_safe_short
     from spectui.sources.ckptreader import summary_lines
 
-    console = console or Console(highlight=False, soft_wrap=False)
+    console = console or cli_console(highlight=False, soft_wrap=False)
     for label, text in summary_lines(done):
         line = Text(f"{label:<7}", style="bold")
         line.append(terminal_safe_short(text, 400))

@@ -25,10 +25,11 @@ def dry_run_json(plan: Any, est: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def print_plan(plan: Any, est: Mapping[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from spectui.commands.console import cli_console
+
+    console = cli_console()
     console.print(f"server pid {plan.server.pid} on {plan.host_name}; SGLang {plan.version} ({plan.version_note})",
                   markup=False)
     t = Table("#", "set", "effective steps/topk/ndt", "plan", title="sweep plan")
@@ -75,10 +76,11 @@ def write_csv(path: str, out: Mapping[str, Any]) -> None:
 
 
 def print_results(out: Mapping[str, Any], *, plot: bool = True) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from spectui.commands.console import cli_console
+
+    console = cli_console()
     t = Table("#", "set", "eff s/t/d", "accept len", "per-req tok/s", "tok/s", "TPOT p50", "TPOT p99", "x base",
               "status / cause", title="sweep results")
     best, front = out.get("best"), set(out.get("pareto") or [])

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spectui.commands.check.scan import CheckResult
+from spectui.commands.console import cli_console
 from spectui.core.log import MetricSnapshot, RecordKind, ServerPhase, Stat
 from spectui.core.text import terminal_safe_short
 
@@ -83,7 +84,7 @@ def render(result: CheckResult, name: str, console: Console | None = None, *, ve
            version_from: str = "given") -> None:
     """`version`: the release the rules judged with (--sglang-version, or the bundle's recorded one), shown
     instead of the log's guess."""
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or cli_console(highlight=False, soft_wrap=True)
     cur = result.current
     header = Text()
     header.append("spectui check ", style="bold")
