@@ -23,6 +23,7 @@ from spectui.sources.liveness import LivenessConfig
 from spectui.ui.app import SpectuiApp
 from spectui.ui.phases import PhaseTimeline
 from spectui.ui.screens import stalewatch
+from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.header import HeaderBar
 from spectui.ui.widgets.spec_panel import SpecPanel
 from spectui.ui.widgets.timeline import PhaseTimelineBar, timeline_text
@@ -79,6 +80,10 @@ async def test_a_quiet_then_killed_server_says_its_figures_are_old(tmp_path, mon
             text = panel.render().plain
             assert re.search(r"\(as of \d\d:\d\d:\d\d · server gone\)", text) and "/metrics" not in text, text
             assert "was SERVING" in header.render().plain
+            diags = dash.query_one(DiagnosesPanel)
+            await wait_for(lambda: "CRASH008" in [d.rule for d in diags.diagnoses], pilot, 10)
+            crash = next(d for d in diags.diagnoses if d.rule == "CRASH008")
+            assert "dmesg -T | grep -i -E 'killed process|out of memory'" in crash.message
             await wait_for(lambda: "gone (no shutdown line)" in dash.query_one(PhaseTimelineBar).plain, pilot, 10)
             shown = dash.query_one(PhaseTimelineBar).plain
             await pilot.pause(1.2)

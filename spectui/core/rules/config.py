@@ -78,6 +78,7 @@ class ConfigContext:
         self.server_args: dict[str, object] | None = None
         self.target_arch: str | None = None
         self.draft_arch: str | None = None
+        self.process_gone = False  # the server's process was seen to be gone (a probe's fact, not the log's)
 
     def set_server_args(self, args: Mapping[str, object]) -> None:
         """A `server_args=` line of this launch; of a parsed-values / resolved pair the resolved one wins."""
@@ -122,6 +123,8 @@ class ConfigContext:
             return self.in_effect("max_running_requests")
         if name == "version":
             return self.version
+        if name == "process_gone":
+            return self.process_gone
         if name == "launch_known":
             return self.launch_known
         if name == "baseline_tps":

@@ -149,6 +149,11 @@ class RuleEngine:
         return sorted(self._current.values(), key=lambda d: (
             _SEVERITY_RANK[d.severity], prio.get(d.rule, 50), d.first_line or 0))
 
+    def set_process_gone(self, gone: bool = True) -> None:
+        """The followed server's process is gone (a liveness probe saw it): config rules read `process_gone`."""
+        if self._config.process_gone != gone:
+            self._config.process_gone, self._config_dirty = gone, True
+
     def set_draft(self, findings: Sequence[Any]) -> None:
         """The draft inspector's findings (core.draft.Finding or dicts) for rules with draft clauses."""
         self._draft, self._config_dirty = list(findings), True

@@ -57,6 +57,8 @@ def run_example(rule: Rule, index: int, rules: Sequence[Rule] | None = None) -> 
                         version=example.version, baseline_tps=example.baseline_tps, draft=example.draft or ())
     pipeline = Pipeline(engine=engine)
     pipeline.feed_lines(example_lines(example))
+    if example.process_gone:
+        engine.set_process_gone()
     pipeline.finish()
     diag = next((d for d in engine.diagnoses if d.rule == rule.id), None)
     if example.expect == "no-fire":

@@ -113,6 +113,7 @@ class Example(_Strict):
     unset: list[str] | None = None  # expected Fix.unset (exact)
     text: str | None = None  # a substring the filled diagnosis must contain
     draft: list[dict[str, Any]] | None = None  # inspector findings given to the engine (code, category, ...)
+    process_gone: bool = False  # the log ends and the server's process is gone (what a probe would see)
 
 
 class RuleModel(_Strict):

@@ -38,6 +38,7 @@ CONFIG_NAMES = {
     "target_arch": "the target architecture from the first 'Load weight end. type=...'",
     "launch_known": "true when the launch command (or a resolution of it) was given",
     "baseline_tps": "decode tok/s without speculation (given, or measured in an earlier launch of this log)",
+    "process_gone": "true once the server's process is gone (seen by the cockpit's or watch's probe; never from a log alone)",
 }
 METRIC_NAMES = {
     "samples": "decode samples in the clause's window (after the warm-up)",

@@ -90,17 +90,30 @@ class StaleWatch:
         """Once a second (the dashboard's tick): repaint the panel when its staleness changed; end the phase
         line's current step when the server is gone (it stops counting)."""
         h = getattr(self, "health", None)
+        engine = getattr(self.cockpit, "pipeline_engine", None)  # type: ignore[attr-defined]
         if self._gone() and self._gone_marked != h.pid:
             self._gone_marked = h.pid
             self.cockpit.timeline.gone(self.clock())  # type: ignore[attr-defined]
             self._show_timeline()  # type: ignore[attr-defined]
-        if not self._gone():
+            self._judge_gone(engine, True)  # CRASH008 when the log has no shutdown line and no traceback
+        if not self._gone() and self._gone_marked is not None:
             self._gone_marked = None
+            self._judge_gone(engine, False)  # a successor answers: no longer "killed"
         shown = self.stale_figures()
         if shown != self._stale_shown:
             self._stale_shown = shown
             self._panels_of = None  # type: ignore[attr-defined]  (repaint with the same update)
             self._push_panels()  # type: ignore[attr-defined]
+
+    def _judge_gone(self, engine: Any, gone: bool) -> None:
+        """Tell the rules the process is gone (or back), and let an idle batch re-judge at once."""
+        setter = getattr(engine, "set_process_gone", None)
+        if setter is None:
+            return
+        setter(gone)
+        if not self.processing and not self._pending:  # type: ignore[attr-defined]
+            self.processing = True  # type: ignore[attr-defined]
+            self.process_batch([], finish=False, idle=True)  # type: ignore[attr-defined]
 
     def start_stale_watch(self) -> None:
         s: Any = self.session  # type: ignore[attr-defined]
