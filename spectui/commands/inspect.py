@@ -62,12 +62,16 @@ async def _run(args: argparse.Namespace) -> Any:
 
     launch = None
     if args.launch:
-        from spectui.core.launch import parse_command
+        import sys
 
-        try:
-            launch = parse_command(args.launch)
+        from spectui.core.launch import parse_pasted
+
+        try:  # a whole command, or its flags alone (launch_server assumed), as `check --launch` takes it
+            launch, assumed = parse_pasted(args.launch)
         except CommandParseError as exc:
             raise UsageError(f"--launch: {exc}") from None
+        if assumed:
+            print(f"spectui inspect: --launch: {assumed}", file=sys.stderr)
     if args.target is None:
         if not (args.draft or args.model or launch):
             raise UsageError("nothing to inspect: give --draft PATH (and --model PATH), --launch CMD, "
