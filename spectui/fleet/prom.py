@@ -8,6 +8,7 @@ PrometheusError (exit 1) with a one-line message naming the URL.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from spectui.core import limits as lim
 from spectui.fleet.errors import FleetInputError, PrometheusError
 
 DEFAULT_TIMEOUT = 10.0
@@ -94,18 +96,28 @@ def masked_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
+class _TooLarge(Exception):
+    pass
+
+
 class PrometheusClient:
     """Instant queries and the target list of one Prometheus server. Credentials in the URL
-    (`http://user:pw@prom:9090`) go to Prometheus as basic auth; `url` (every message, the JSON) masks them."""
+    (`http://user:pw@prom:9090`) go to Prometheus as basic auth; `url` (every message, the JSON) masks them.
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: Any = None) -> None:
+    Every answer is read within `max_bytes` (core.limits.HTTP_PROMETHEUS_BYTES) and a total deadline
+    (`deadline`, default twice the per-read `timeout`): a huge answer or one trickled a byte at a time is
+    refused with one line, never a MemoryError or a hang. Each request runs on an event loop of its own
+    (call from a thread without one: the CLI, or the cockpit's worker thread)."""
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: Any = None,
+                 deadline: float | None = None, max_bytes: int = lim.HTTP_PROMETHEUS_BYTES) -> None:
         real = normalize_url(url)
         self.url = masked_url(real)
-        self._http = httpx.Client(base_url=real, timeout=timeout, transport=transport,
-                                  headers={"Accept": "application/json"})
+        self._real, self._timeout, self._transport, self._max = real, timeout, transport, max_bytes
+        self.deadline = deadline if deadline is not None else 2 * timeout
 
     def close(self) -> None:
-        self._http.close()
+        pass  # a client per request: nothing stays open
 
     def __enter__(self) -> PrometheusClient:
         return self
@@ -113,32 +125,47 @@ class PrometheusClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def _fetch(self, path: str, params: dict[str, str] | None) -> tuple[int, bytes]:
+        async with asyncio.timeout(self.deadline), \
+                httpx.AsyncClient(base_url=self._real, timeout=self._timeout, transport=self._transport,
+                                  headers={"Accept": "application/json"}) as http, \
+                http.stream("GET", path, params=params) as response:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():  # decoded: a gzip bomb counts at its inflated size
+                body += chunk
+                if len(body) > self._max:
+                    raise _TooLarge
+            return response.status_code, bytes(body)
+
     def _get(self, path: str, params: dict[str, str] | None = None) -> Any:
         try:
-            response = self._http.get(path, params=params)
+            status, raw = asyncio.run(self._fetch(path, params))
         except httpx.ConnectError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {_reason(exc)}; "
                                   "is it running, and is --prometheus right?") from None
-        except httpx.TimeoutException:
-            raise PrometheusError(f"Prometheus at {self.url} did not answer {path} in time; "
-                                  "retry, or raise --timeout") from None
+        except (httpx.TimeoutException, TimeoutError):
+            raise PrometheusError(f"Prometheus at {self.url} did not answer {path} in time (whole answer "
+                                  f"within {self.deadline:g} s); retry, or raise --timeout") from None
+        except _TooLarge:
+            raise PrometheusError(f"Prometheus at {self.url} answered {path} with more than "
+                                  f"{self._max >> 20} MiB: refused (narrow --selector)") from None
         except httpx.HTTPError as exc:
             raise PrometheusError(f"cannot talk to Prometheus at {self.url}: {_reason(exc)}") from None
         try:
-            body = response.json()
-        except ValueError:
+            body = lim.load_json(raw)
+        except (ValueError, UnicodeDecodeError):
             body = None
         if not isinstance(body, dict) or "status" not in body:
-            if response.status_code in (401, 403):
-                raise PrometheusError(f"Prometheus at {self.url} refused {path} (HTTP {response.status_code}): "
+            if status in (401, 403):
+                raise PrometheusError(f"Prometheus at {self.url} refused {path} (HTTP {status}): "
                                       "it needs credentials spectui does not send")
-            if response.status_code >= 500:
-                raise PrometheusError(f"Prometheus at {self.url} failed (HTTP {response.status_code} on {path})")
+            if status >= 500:
+                raise PrometheusError(f"Prometheus at {self.url} failed (HTTP {status} on {path})")
             raise FleetInputError(f"{self.url} does not look like a Prometheus server (HTTP "
-                                  f"{response.status_code}, no API answer on {path}); check --prometheus")
+                                  f"{status}, no API answer on {path}); check --prometheus")
         if body.get("status") != "success":
             error = " ".join(str(body.get("error") or "unknown error").split())
-            if body.get("errorType") == "bad_data" or response.status_code == 400:
+            if body.get("errorType") == "bad_data" or status == 400:
                 raise FleetInputError(f"Prometheus at {self.url} rejects the query: {error}")
             raise PrometheusError(f"Prometheus at {self.url}: {body.get('errorType') or 'error'}: {error}")
         return body.get("data")
@@ -165,8 +192,11 @@ class PrometheusClient:
         """Active scrape targets (health, last scrape error)."""
         data = self._get("/api/v1/targets", {"state": "active"})
         out: list[Target] = []
-        for item in (data or {}).get("activeTargets") or []:
-            labels = item.get("labels") or {}
+        items = data.get("activeTargets") if isinstance(data, dict) else None
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            labels = item.get("labels") if isinstance(item.get("labels"), dict) else {}
             out.append(Target(job=str(labels.get("job", "")), instance=str(labels.get("instance", "")),
                               health=str(item.get("health", "unknown")),
                               last_error=str(item.get("lastError") or ""),

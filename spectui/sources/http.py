@@ -8,11 +8,14 @@ polling the deprecated endpoint makes newer servers log a warning on every call 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from spectui.core import limits as lim
+from spectui.core.text import terminal_safe
 from spectui.errors import ProbeError, SpectuiError
 from spectui.sources.base import Host
 
@@ -35,8 +38,9 @@ class ServerProbe:
     """One SGLang server's HTTP endpoints. `await start()` opens the tunnel; `close()` ends it."""
 
     def __init__(self, host: Host, port: int, addr: str = "127.0.0.1", *, timeout: float = 5.0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, deadline: float | None = None) -> None:
         self.host, self.port, self.addr, self.timeout = host, port, addr, timeout
+        self.deadline = deadline if deadline is not None else max(2 * timeout, 5.0)  # whole request
         self.info_path: str | None = None  # "/server_info" or "/get_server_info" once known
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client: httpx.AsyncClient | None = None
@@ -55,17 +59,30 @@ class ServerProbe:
             self._client = None
 
     async def _get(self, path: str) -> httpx.Response:
+        """GET `path`, its body read within a size cap (core.limits: /metrics HTTP_METRICS_BYTES, any other
+        HTTP_JSON_BYTES) and a total deadline (`deadline`): a huge answer, or one sent a byte every few
+        seconds, is one ProbeError, never a MemoryError or a hang."""
         if self._client is None:
             await self.start()
         assert self._client is not None
+        cap = lim.HTTP_METRICS_BYTES if path.startswith("/metrics") else lim.HTTP_JSON_BYTES
         try:
-            return await self._client.get(path)
-        except httpx.TimeoutException:
-            raise ProbeError(f"{self._where()}{path} timed out after {self.timeout:g} s; the server may be busy "
-                             "or starting") from None
+            async with asyncio.timeout(self.deadline), self._client.stream("GET", path) as resp:
+                body = bytearray()
+                async for chunk in resp.aiter_bytes():  # decoded: a gzip bomb counts at its inflated size
+                    body += chunk
+                    if len(body) > cap:
+                        raise ProbeError(f"{self._where()}{path} answered more than {cap >> 20} MiB: refused "
+                                         "(is that an SGLang server?)")
+        except (httpx.TimeoutException, TimeoutError):
+            raise ProbeError(f"{self._where()}{path} timed out (no complete answer within {self.deadline:g} s); "
+                             "the server may be busy or starting") from None
         except httpx.HTTPError as exc:
             raise ProbeError(f"{self._where()}{path}: no answer ({type(exc).__name__}); is the server running "
                              "on that port? (--server-port)") from None
+        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length",
+                                                                                 "transfer-encoding")]
+        return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=resp.request)
 
     def _where(self) -> str:
         return f"{self.host.name} port {self.port} "
@@ -85,11 +102,13 @@ class ServerProbe:
             if resp.status_code == 404 and path == "/server_info" and not self.info_path:
                 continue  # an older release: fall back once and remember
             if resp.status_code != 200:
-                raise ProbeError(f"{self._where()}{path} answered {resp.status_code}: {resp.text[:120]!r}")
+                raise ProbeError(f"{self._where()}{path} answered {resp.status_code}: {terminal_safe(resp.text, 120)!r}")
             self.info_path = path
             try:
-                data = resp.json()
-            except ValueError:
+                data = lim.load_json(resp.content)
+            except lim.JsonTooDeepError as exc:
+                raise ProbeError(f"{self._where()}{path}: {exc}: refused") from None
+            except (ValueError, UnicodeDecodeError):
                 raise ProbeError(f"{self._where()}{path} did not return JSON") from None
             if not isinstance(data, dict):
                 raise ProbeError(f"{self._where()}{path} returned {type(data).__name__}, not an object")
