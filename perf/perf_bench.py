@@ -150,6 +150,8 @@ def main() -> None:
     ap.add_argument("--peer", type=Path, default=Path("/work/shared/bench-peer"))
     ap.add_argument("--venv", type=Path, default=Path("/tmp/bench-peer-venv"))
     ap.add_argument("--port", type=int, help="load this running server instead of starting the simulator")
+    ap.add_argument("--tokenizer", type=Path, help="bench_serving's --tokenizer (default: a word-level one, "
+                                                   "exact for the simulator; give the real model's folder)")
     a = ap.parse_args()
     py = peer_venv(a.venv)
     work = Path(tempfile.mkdtemp(prefix="perf-bench-"))
@@ -157,7 +159,9 @@ def main() -> None:
     tok.mkdir()
     data.mkdir()
     subprocess.run([str(py), str(a.peer / "make_tokenizer.py"), str(tok)], check=True, capture_output=True)
-    subprocess.run([str(py), str(a.peer / "make_prompts.py"), str(a.requests), str(a.chars), str(tok), str(data)],
+    words = tok  # make_prompts draws its words from this vocabulary
+    tok = a.tokenizer or tok
+    subprocess.run([str(py), str(a.peer / "make_prompts.py"), str(a.requests), str(a.chars), str(words), str(data)],
                    check=True, capture_output=True)
     clients = {"spectui": ROOT}
     if a.old:
