@@ -41,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
         print("spectui watch: error: --baseline-tps must be > 0 tok/s", file=sys.stderr)
         return 2
     try:
+        from spectui.commands.check.sniff import refuse_binary_target
+
+        refuse_binary_target(args.target)  # binary data: one line, exit 2 (a text file is followed as it grows)
         return asyncio.run(watch_main(args))
     except SpectuiError as exc:
         print(f"spectui watch: {exc}", file=sys.stderr)

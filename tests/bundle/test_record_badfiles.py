@@ -131,3 +131,12 @@ def test_report_keeps_this_servers_bench_only(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert "- bench: 111.5 output tok/s" in out.stdout
     assert "999.5" not in out.stdout
+
+
+@pytest.mark.parametrize("name", ["bin.log", "garbage.tar.gz"])
+def test_watch_refuses_a_binary_file(garbage, name) -> None:
+    out = subprocess.run([sys.executable, "-m", "spectui", "watch", str(garbage[name]), "--duration", "5"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [f"spectui watch: {garbage[name]} does not look like a text log "
+                                               "(binary data, no SGLang lines found); give the server's log file"]

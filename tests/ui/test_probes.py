@@ -77,3 +77,64 @@ def test_probe_lines_are_recognised_by_path_only() -> None:
     assert not is_probe('INFO:     127.0.0.1:5 - "POST /generate HTTP/1.1" 200 OK')
     assert not is_probe('INFO:     127.0.0.1:5 - "GET /metricsfoo HTTP/1.1" 200 OK')
     assert not is_probe("Decode batch, health check passed")
+
+
+def _start_sim():  # type: ignore[no-untyped-def]
+    """tests/sim/conftest.py's start_sim (a real `python -m spectui.sim` process on a free port)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("simconf", Path(__file__).parents[1] / "sim" / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["simconf"] = mod  # its dataclass looks itself up there
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+async def test_a_real_servers_probe_lines_are_hidden(tmp_path) -> None:
+    """The simulator's own access log, after spectui's real ServerProbe asked /health, /server_info and
+    /metrics and a client sent one chat request: the pane holds the request, not the probes (#22)."""
+    import asyncio
+    import os
+    import signal
+
+    import httpx
+
+    from spectui.sources.http import ServerProbe
+    from spectui.sources.local import LocalHost
+    from spectui.ui.session import read_recorded_log
+
+    simconf = _start_sim()
+    sim = simconf.start_sim([*simconf.EAGLE3, *simconf.CHAIN3, *simconf.FAST, "--enable-metrics"],
+                            tmp_path / "server.log")
+    try:
+        await asyncio.to_thread(sim.wait_ready)
+        probe = ServerProbe(LocalHost(read_only=True), sim.port)
+        try:
+            for _ in range(3):
+                await probe.health()
+                await probe.server_info()
+                await probe.metrics()
+        finally:
+            await probe.close()
+        async with httpx.AsyncClient(base_url=sim.url, timeout=30) as client:
+            resp = await client.post("/v1/chat/completions", json={
+                "model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+            assert resp.status_code == 200
+        await asyncio.to_thread(sim.wait_for, "POST /v1/chat/completions")
+    finally:
+        if sim.proc.poll() is None:
+            os.killpg(sim.proc.pid, signal.SIGKILL)
+            sim.proc.wait(10)
+    lines = read_recorded_log(str(sim.log))
+    probes = [t for t in lines if is_probe(t)]
+    assert len(probes) >= 9, lines[-30:]  # every one of spectui's requests is recognised
+    app = replay_app(lines)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        log = app.dashboard.query_one(LogView)
+        shown = rows(log)
+        assert log.probes == len(probes) and len(shown) == len(lines) - len(probes)
+        assert not any(t in r for r in shown for t in ('"GET /health', '"GET /server_info', '"GET /metrics'))
+        assert any('"POST /v1/chat/completions' in r for r in shown)

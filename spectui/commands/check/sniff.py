@@ -67,3 +67,21 @@ def log_file_problem(path: str, name: str | None = None, *, text_too: bool = Tru
     if size > len(head):
         return not_sglang_message(name, None)
     return not_sglang_message(name, head.count(b"\n") + (0 if head.endswith(b"\n") else 1))
+
+
+def refuse_binary_target(text: str | None) -> None:
+    """For `watch TARGET`: a local file TARGET holding binary data is refused (InputError, exit 2); a text
+    file is followed as it grows (its first SGLang line may be still to come)."""
+    import os
+
+    from spectui.errors import InputError, UsageError
+    from spectui.sources.target import parse_target
+
+    try:
+        target = parse_target(text or "")
+    except UsageError:
+        return  # the command says what is wrong with it
+    if target.kind in ("file", "local") and target.path and os.path.isfile(os.path.expanduser(target.path)):
+        problem = log_file_problem(os.path.expanduser(target.path), target.path, text_too=False)
+        if problem:
+            raise InputError(problem)
