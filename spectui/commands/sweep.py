@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "env:NAME=V1,V2 for the server's environment; - = absent (repeatable: the product)")
     parser.add_argument("--apply-best", action="store_true", help="leave the best config running (default: the original)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and its estimated duration; change nothing")
+    parser.add_argument("-y", "--yes", action="store_true",
+                        help="do not ask before the restarts (the plan is still printed); without a terminal to "
+                             "ask on, --yes is needed")
     parser.add_argument("--resume", metavar="FILE", help="continue the sweep journalled in FILE (skips what is done)")
     parser.add_argument("--journal", metavar="FILE", help="where to write the journal (default: the XDG state folder)")
     parser.add_argument("--csv", metavar="FILE", help="also write the results table as CSV")
@@ -97,6 +100,9 @@ async def _run(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     if target.kind not in ("local", "ssh"):
         raise UsageError(f"sweep needs a host, not a log file: use local or [user@]host[:port] (got {args.target!r})")
+    if not (args.dry_run or args.yes or sys.stdin.isatty()):  # refused before anything runs
+        raise UsageError("a sweep restarts the server once per config and stdin is not a terminal to confirm it on: "
+                         "pass --yes to go ahead without asking (or --dry-run to see the plan)")
     journal = Journal.read(args.resume) if args.resume else None
     axes = _axes(args, journal)
     options = _options(args)
@@ -122,6 +128,10 @@ async def _run(args: argparse.Namespace) -> int:
         if not plan.to_launch:
             raise UsageError("every combination is refused by SGLang or a duplicate: nothing to launch "
                              "(see --dry-run)")
+        view.print_plan(plan, await view.estimate_for(host, plan, options), stderr=args.json)  # what is confirmed
+        if not args.yes and not _confirmed(len(plan.to_launch), plan.server.pid, plan.host_name):
+            print(f"{NAME}: not confirmed; nothing was changed", file=sys.stderr)
+            return 1
         note(f"journal {journal.path} (resume with --resume {journal.path})")
         out = await _with_interrupt(sweep)
     finally:
@@ -137,6 +147,15 @@ async def _run(args: argparse.Namespace) -> int:
         return 130 if restore.get("healthy") else 1
     measured = not args.baseline or (out.get("baseline") or {}).get("source") == "measured"
     return 0 if restore.get("healthy") and out.get("best") is not None and measured else 1
+
+
+def _confirmed(launches: int, pid: int, host: str) -> bool:
+    try:
+        answer = input(f"Stop pid {pid} on {host} and relaunch it {launches} times (+1 to put the command back)? "
+                       "[y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 async def _with_interrupt(sweep: Any) -> dict[str, Any]:

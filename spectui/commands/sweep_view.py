@@ -24,12 +24,12 @@ def dry_run_json(plan: Any, est: Mapping[str, Any]) -> dict[str, Any]:
             "sglang_version": plan.version, "dry_run": True}
 
 
-def print_plan(plan: Any, est: Mapping[str, Any]) -> None:
+def print_plan(plan: Any, est: Mapping[str, Any], *, stderr: bool = False) -> None:
     from rich.table import Table
 
     from spectui.commands.console import cli_console
 
-    console = cli_console()
+    console = cli_console(stderr=stderr)
     console.print(f"server pid {plan.server.pid} on {plan.host_name}; SGLang {plan.version} ({plan.version_note})",
                   markup=False)
     t = Table("#", "set", "effective steps/topk/ndt", "plan", title="sweep plan")

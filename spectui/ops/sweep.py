@@ -6,8 +6,10 @@ A config ends early, `failed` with its cause, when its launch fails (the relaunc
 before), when its server crashes, or when the rules raise an error-severity diagnosis of a fatal kind while
 it is measured (silent overrides, low accept length, slower than baseline and capacity are recorded in
 `diagnoses` but do not end a measurement: they are what a sweep measures). The sweep then goes on.
-`interrupt()` (Ctrl-C) stops after the launch under way has finished, abandons a bench under way (that config
-is not recorded: a resume runs it again) and restores the original command (or the best so far).
+`interrupt()` (Ctrl-C) stops at once: a launch under way is cancelled (its half-started server, found by its
+command line, is what the restore then stops), a bench under way is abandoned, nothing more is launched or
+benched (that config is not recorded: a resume runs it again), and the original command (or the best so far)
+is restored.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spectui.errors import SpectuiError, UsageError
+from spectui.errors import SpectuiError
 from spectui.load import BenchConfig, PromptSet
 from spectui.ops import bench
 from spectui.ops.history import HistoryStore
@@ -31,11 +33,9 @@ from spectui.ops.sweep_baseline import restore_spec
 from spectui.ops.sweep_journal import Journal
 from spectui.ops.sweep_plan import ABSENT, Axis, PlannedConfig, SweepPlan, edits_for, plan_sweep
 from spectui.ops.sweep_plan import workload_of as _workload
-from spectui.ops.sweep_results import best_index, summary
+from spectui.ops.sweep_results import ADVISORY, best_index, cause_of, check_resume, summary  # noqa: F401
+from spectui.ops.sweep_results import reason_of as _reason
 
-ADVISORY = ("silent-override", "low-accept-length", "spec-slower-than-baseline", "capacity")
-_FATAL_ORDER = ("oom", "cuda-graph", "nccl", "weight-load", "hidden-state-mismatch", "crash", "port-in-use",
-                "invalid-argument", "unrecognized-argument")
 CRASH_GRACE_S = 2.0  # after a bench that lost requests: time for the crash lines to reach the rules
 EXIT_WAIT_S = 10.0  # after the log said it crashed: time for the process to exit
 
@@ -53,6 +53,10 @@ class SweepOptions:
     measure_baseline: bool = False  # --baseline: no-speculation baseline measured once, before the grid
 
 
+class _Interrupted(Exception):
+    """A config's relaunch cancelled by Ctrl-C."""
+
+
 @dataclass
 class _Current:
     """What runs now: its pid, command and environment, and which config it is ("original" or an index)."""
@@ -63,20 +67,6 @@ class _Current:
     config: int | str | None  # None: nothing healthy runs
     log: str | None = None  # its log: a start after a crash puts the new log beside it
     gone: bool = False  # it crashed: nothing runs, the next launch starts this known command (no stop)
-
-
-def cause_of(diagnoses: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    errors = [d for d in diagnoses if d.get("severity") == "error" and d.get("category") not in ADVISORY]
-    for cat in _FATAL_ORDER:
-        for d in errors:
-            if d.get("category") == cat:
-                return d
-    return errors[0] if errors else None
-
-
-def _reason(d: Mapping[str, Any]) -> str:
-    ev = d.get("evidence") or []
-    return f"{d.get('rule')}: {d.get('title')}" + (f" [{ev[0]}]" if ev else "")
 
 
 def _axis_text(values: Mapping[str, str | None]) -> str:
@@ -98,6 +88,7 @@ class Sweep:
         self.interrupted = False
         self._finishing = False
         self._bench_task: asyncio.Task[Any] | None = None
+        self._launch_task: asyncio.Task[Any] | None = None  # a config's relaunch under way (Ctrl-C cancels it)
         self.history = HistoryStore(options.history_path)
 
     # ---- planning ------------------------------------------------------------------------------------
@@ -105,11 +96,10 @@ class Sweep:
     async def make_plan(self) -> SweepPlan:
         from spectui.sources.discover import server_api_key
         from spectui.sources.http import server_version
+        from spectui.sources.target import pick_one
 
-        pid = self.opt.pid
-        if pid is None and self.opt.server_port is not None:
-            found = await bench.find_server(self.host, None, self.opt.server_port)
-            pid = found.pid if found else None
+        # --pid, else --server-port, else the host's only server; several: listed (pid, port, model, algorithm)
+        pid = (await pick_one(self.host, self.opt.pid, self.opt.server_port)).pid
         base = await prepare(self.host, Edits(), pid=pid)
         s = base.server
         reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr,
@@ -124,9 +114,10 @@ class Sweep:
             self.note("interrupt: restoring the command to keep running; wait for it to be healthy")
             return
         self.interrupted = True
-        self.note("interrupt: stopping after the launch under way, then restoring")
-        if self._bench_task is not None and not self._bench_task.done():
-            self._bench_task.cancel()
+        self.note("interrupt: stopping now (nothing more is launched or benched), then restoring")
+        for task in (self._launch_task, self._bench_task):
+            if task is not None and not task.done():
+                task.cancel()
 
     # ---- the run ---------------------------------------------------------------------------------------
 
@@ -187,7 +178,20 @@ class Sweep:
         def progress(p: Progress) -> None:
             self.note(f"  [{p.step}] {'rollback: ' if p.rollback else ''}{p.message}")
 
-        result = await execute(self.host, rplan, self.opt.relaunch, on_progress=progress, history=self.history)
+        launch = execute(self.host, rplan, self.opt.relaunch, on_progress=progress, history=self.history)
+        if self._finishing:  # the restore itself is never cancelled
+            result = await launch
+        else:
+            self._launch_task = asyncio.ensure_future(launch)
+            try:
+                result = await self._launch_task
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+                await self._after_cancelled(rplan, cur)
+                raise _Interrupted from None
+            finally:
+                self._launch_task = None
         if result.healthy:
             self.current = _Current(result.new.pid, tuple(rplan.new.argv), dict(rplan.new_env), None, result.new.log)
         elif result.rolled_back:
@@ -196,6 +200,23 @@ class Sweep:
         else:
             self.current = _Current(None, cur.argv, cur.env, None, result.new.log or cur.log)
         return rplan, result
+
+    async def _after_cancelled(self, rplan: Any, cur: _Current) -> None:
+        """A relaunch cancelled half-way (Ctrl-C): what runs now — the new command started but not yet healthy,
+        the old one still untouched, or nothing — becomes `current`, so the restore stops the right process."""
+        from spectui.sources.discover import discover
+
+        try:
+            servers = await discover(self.host)
+        except SpectuiError:
+            servers = []
+        new = [p for p in servers if tuple(p.argv) == tuple(rplan.new.argv) and p.pid != cur.pid]
+        old = [p for p in servers if p.pid == cur.pid and tuple(p.argv) == tuple(cur.argv)]
+        if new:
+            self.note(f"interrupt: the launch under way (pid {new[0].pid}) is stopped by the restore")
+            self.current = _Current(new[0].pid, tuple(rplan.new.argv), dict(rplan.new_env), None, rplan.log_path)
+        elif not old:
+            self.current = _Current(None, cur.argv, cur.env, None, cur.log, gone=True)
 
     def _known(self, cur: _Current) -> KnownCommand:
         """What the last server ran, to start again where no server runs (cwd, port: the original's)."""
@@ -208,9 +229,13 @@ class Sweep:
         entry = cfg.to_json()
         try:
             rplan, result = await self._relaunch(cfg.set)
+        except _Interrupted:  # Ctrl-C during its launch: not recorded, not benched
+            return None
         except SpectuiError as exc:  # refused before anything changed (the old server runs untouched)
             return {**entry, "status": "failed", "reason": f"relaunch refused: {exc}"}
         self.launches += 1
+        if self.interrupted:  # Ctrl-C as its launch ended: restore now, do not bench it
+            return None
         entry["launch"] = {"history_id": result.history_id, "pid": result.new.pid, "log": result.new.log}
         if not result.healthy:
             diags = [d.to_json() for d in result.new.diagnoses]
@@ -377,12 +402,3 @@ class Sweep:
 
 def _values(shown: Mapping[str, str]) -> dict[str, str | None]:
     return {k: None if v == ABSENT else v for k, v in shown.items()}
-
-
-def check_resume(journal: Journal, axes: Sequence[Axis]) -> None:
-    """The journal's grid must be the one given (or none given: the journal's own)."""
-    want = [a.to_json() for a in axes]
-    if journal.header and journal.header.get("grid") != want:
-        raise UsageError(f"--resume {journal.path}: the journal is for the grid "
-                         f"{' '.join(g['label'] + '=' + ','.join(g['values']) for g in journal.header['grid'])}; "
-                         "give the same --grid (or none)")

@@ -5,6 +5,37 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spectui.errors import UsageError
+
+# Diagnosis categories a sweep records but that do not end a measurement (they are what it measures), and the
+# order in which the fatal ones name a failed config's cause.
+ADVISORY = ("silent-override", "low-accept-length", "spec-slower-than-baseline", "capacity")
+_FATAL_ORDER = ("oom", "cuda-graph", "nccl", "weight-load", "hidden-state-mismatch", "crash", "port-in-use",
+                "invalid-argument", "unrecognized-argument")
+
+
+def cause_of(diagnoses: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    errors = [d for d in diagnoses if d.get("severity") == "error" and d.get("category") not in ADVISORY]
+    for cat in _FATAL_ORDER:
+        for d in errors:
+            if d.get("category") == cat:
+                return d
+    return errors[0] if errors else None
+
+
+def reason_of(d: Mapping[str, Any]) -> str:
+    ev = d.get("evidence") or []
+    return f"{d.get('rule')}: {d.get('title')}" + (f" [{ev[0]}]" if ev else "")
+
+
+def check_resume(journal: Any, axes: Sequence[Any]) -> None:
+    """The journal's grid must be the one given (or none given: the journal's own)."""
+    want = [a.to_json() for a in axes]
+    if journal.header and journal.header.get("grid") != want:
+        raise UsageError(f"--resume {journal.path}: the journal is for the grid "
+                         f"{' '.join(g['label'] + '=' + ','.join(g['values']) for g in journal.header['grid'])}; "
+                         "give the same --grid (or none)")
+
 
 def per_request(entry: Mapping[str, Any]) -> float | None:
     v = ((entry.get("bench") or {}).get("per_request_tokens_per_s") or {}).get("mean")

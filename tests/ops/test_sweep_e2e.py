@@ -20,7 +20,7 @@ from spectui.ops.history import read_history
 
 FAST = {"SPECTUI_SIM_TIME_SCALE": "40"}
 BENCH = ["--requests", "6", "--max-tokens", "48", "--concurrency", "2", "--health-timeout", "60",
-         "--stop-timeout", "10", "--no-plot"]
+         "--stop-timeout", "10", "--no-plot", "--yes"]
 GRID = ["--grid", "speculative-num-steps=1,3", "--grid", "speculative-num-draft-tokens=2,8",
         "--grid", "speculative-eagle-topk=1,-", "--grid", "env:SPECTUI_SIM_FAULT=-,oom-at-capture"]
 
