@@ -43,11 +43,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"spectui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subs: dict[str, argparse.ArgumentParser] = {}
     for name, (module_name, help_text) in COMMANDS.items():
-        cmd_parser = sub.add_parser(name, help=help_text, description=help_text)
+        cmd_parser = subs[name] = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or name == only:
             importlib.import_module(module_name).add_arguments(cmd_parser)
             cmd_parser.set_defaults(_module=module_name)
+    parser.set_defaults(_subparsers=subs)
     return parser
 
 
@@ -56,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     # Import only the command being run: `spectui check` need not load the simulator or the TUI.
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the subcommand, with its own usage (argparse would print the top-level one)
+        sub = getattr(args, "_subparsers", {}).get(getattr(args, "command", None) or "", parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
     module_name = getattr(args, "_module", None)
     if module_name is None:
         parser.print_help()

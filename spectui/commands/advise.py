@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-tps", type=float, metavar="T",
                         help="per-request tok/s without speculation at the same concurrency")
     parser.add_argument("--pid", type=int, help="the server's pid on TARGET (when it runs several)")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server listening on port N (when the host runs several)")
     parser.add_argument("--json", action="store_true", help="print the advise contract's JSON object")
     add_ssh_options(parser)
 
@@ -196,14 +198,13 @@ async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tup
     whose history that is. Without a server found, every bench result of the host counts (said so)."""
     from spectui.errors import SpectuiError
     from spectui.ops.bench import draft_path
-    from spectui.sources.discover import pick_server
-    from spectui.sources.target import open_host
+    from spectui.sources.target import open_host, pick_one
 
     host = open_host(target, args, read_only=True)
     server = live = None
     try:
         await host.connect()
-        server = await pick_server(host, args.pid)
+        server = await pick_one(host, args.pid, args.server_port)
         live = await from_live(host, server)
     except SpectuiError as exc:
         print(f"{NAME}: no live observation from {args.target}: {exc}", file=sys.stderr)

@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sglang-version", metavar="V",
                         help="SGLang release (default: the server's /server_info, else its log, else unknown)")
     parser.add_argument("--pid", type=int, help="the server's pid (when the host runs several)")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server listening on port N (when the host runs several)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (CONTRACTS.md)")
     add_ssh_options(parser)
 
@@ -89,20 +91,22 @@ async def _run(args: argparse.Namespace) -> Any:
         if args.draft or args.model or launch:
             return await inspect_launch(host, launch, version=args.sglang_version, draft=args.draft,
                                         model=args.model)
-        return await _inspect_running(host, args.pid, args.sglang_version, target.path)
+        return await _inspect_running(host, args.pid, args.sglang_version, target.path, args.server_port)
     finally:
         await host.close()
 
 
-async def _inspect_running(host: Any, pid: int | None, version: str | None, log: str | None) -> Any:
+async def _inspect_running(host: Any, pid: int | None, version: str | None, log: str | None,
+                           port: int | None = None) -> Any:
     from spectui.sources.ckptreader import inspect_server
-    from spectui.sources.discover import discover, pick_server
+    from spectui.sources.discover import discover
+    from spectui.sources.target import pick_one
 
     if log is not None and pid is None:  # `host:/path/to/log`: the server writing that log
         for proc in await discover(host):
             if log in (proc.log_path, getattr(proc, "stderr_path", None)):
                 pid = proc.pid
-    proc = await pick_server(host, pid)
+    proc = await pick_one(host, pid, port)
     done = await inspect_server(host, proc, version=version)
     if done.version is None and proc.log_path:
         guessed = await _log_version(host, proc.log_path)

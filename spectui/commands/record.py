@@ -92,6 +92,11 @@ async def record_target(args: argparse.Namespace, *, say: Any = None) -> Any:
 
             await connect_with_retry(host)
         shown = target.display() if target.kind != "file" else log_path
+        if target.kind != "file" and log_path is None and args.pid is None:
+            from spectui.sources.target import pick_one
+
+            # one way to name the server: --server-port picks it; several and none named: listed
+            opts.pid = (await pick_one(host, None, args.server_port)).pid
         return await collect(host, log_path=log_path, target=shown, opts=opts, say=say)
     finally:
         await host.close()

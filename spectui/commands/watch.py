@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-start", action="store_true", help="read the log from its first line")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--pid", type=int, help="which SGLang server, when the host runs several")
+    parser.add_argument("--server-port", type=int, metavar="N",
+                        help="the server listening on port N (when the host runs several)")
     parser.add_argument("--backfill", type=int, default=50, metavar="N",
                         help="lines of context read on attach (default 50; ignored with --from-start)")
     parser.add_argument("--baseline-tps", metavar="TPS", type=float,
@@ -46,12 +48,5 @@ def run(args: argparse.Namespace) -> int:
         refuse_binary_target(args.target)  # binary data: one line, exit 2 (a text file is followed as it grows)
         return asyncio.run(watch_main(args))
     except SpectuiError as exc:
-        print(f"spectui watch: {exc}", file=sys.stderr)
-        for proc in getattr(exc, "servers", ()):  # several servers: list them, one a line
-            from spectui.commands.watchrun import _clean
-            from spectui.core.secrets import display_argv
-            from spectui.sources.discover import describe
-
-            # Another process's argv: its --api-key / HF_TOKEN masked, no terminal control characters.
-            print(f"  {describe(proc, _clean(display_argv(proc.argv, proc.env)))}", file=sys.stderr)
+        print(f"spectui watch: {exc}", file=sys.stderr)  # several servers: the message lists them
         return exc.exit_code

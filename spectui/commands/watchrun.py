@@ -130,9 +130,9 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
                     yield ev
             return
         from spectui.commands.watchserver import ServerFollow
-        from spectui.sources.discover import pick_server
+        from spectui.sources.target import pick_one
 
-        proc = await pick_server(host, args.pid)
+        proc = await pick_one(host, args.pid, getattr(args, "server_port", None))
         if proc.log_path is None:
             raise DiscoveryError(f"server pid {proc.pid} on {host.name} does not log to a file (its output "
                                  f"goes to a terminal or pipe); give the log path as TARGET:/path/to/log")

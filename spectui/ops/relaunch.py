@@ -182,8 +182,12 @@ async def prepare_any(host: Any, edits: Edits, *, pid: int | None = None, log: s
         if len(writers) == 1:
             pid = writers[0].pid
     alive = pid is not None and any(s.pid == pid for s in servers)
+    if pid is None and log is None and len(servers) > 1:
+        from spectui.sources.target import several_message
+
+        raise SeveralServers(several_message(host.name, servers), servers)
     if alive or (pid is None and log is None and servers):
-        return await prepare(host, edits, pid=pid, now=None)  # SeveralServers when it must be picked
+        return await prepare(host, edits, pid=pid, now=None)
     gone = None if pid is None or pid < 0 else pid
     if known is None or (gone is not None and known.pid not in (None, gone)):
         known = await find_known(host, pid=gone, log=log, history=history)

@@ -92,3 +92,49 @@ def open_host(target: Target, args: Any = None, *, read_only: bool = False) -> A
         options=SSHOptions.from_args(args),
         read_only=read_only,
     )
+
+
+def server_line(proc: Any) -> str:
+    """One server of a listing: pid, port, model, speculative algorithm (what tells them apart)."""
+    from spectui.sources.discover import flag_value
+
+    argv = list(proc.argv)
+    model = flag_value(argv, "--model-path") or flag_value(argv, "--model") or "?"
+    algo = flag_value(argv, "--speculative-algorithm") or flag_value(argv, "--speculative-algo") or "none"
+    shown = "".join(ch if ch.isprintable() else "?" for ch in f"model {model}  algorithm {algo}")
+    return f"  pid {proc.pid:<8} port {proc.port!s:<6} {shown}"
+
+
+def several_message(host_name: str, servers: Any) -> str:
+    """"N SGLang servers on HOST; pick one with --pid PID or --server-port PORT:" and one line each."""
+    head = (f"{len(servers)} SGLang servers on {host_name}; pick one with --pid PID or --server-port PORT "
+            "(or name its log: HOST:/path/to/log):")
+    return "\n".join([head, *(server_line(s) for s in servers)])
+
+
+async def pick_one(host: Any, pid: int | None = None, port: int | None = None) -> Any:
+    """The one server a command acts on, named the same way everywhere: `pid`, else the one listening on
+    `port`, else the host's only one. sources.discover.SeveralServers (listing pid, port, model and
+    algorithm of each) when it must be picked; DiscoveryError when there is none."""
+    from spectui.errors import DiscoveryError
+    from spectui.sources.discover import SeveralServers, discover, pick_server
+
+    if pid is not None:
+        return await pick_server(host, pid)  # its own messages: "no process N", "not an SGLang server"
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"--server-port {port} is out of range (1-65535)")
+    servers = await discover(host)
+    if port is not None:
+        on_port = [s for s in servers if s.port == port]
+        if len(on_port) == 1:
+            return on_port[0]
+        if not on_port:
+            listing = "".join(f"\n{server_line(s)}" for s in servers)
+            raise DiscoveryError(f"no SGLang server listens on port {port} on {host.name}"
+                                 + (f"; the servers there:{listing}" if servers else ""))
+        servers = on_port
+    if len(servers) > 1:
+        raise SeveralServers(several_message(host.name, servers), servers)
+    if not servers:
+        return await pick_server(host, None)  # "no SGLang server found on HOST; give the log path …"
+    return servers[0]
