@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-rollback", action="store_true", help="on failure, do not restore the previous command")
     parser.add_argument("--force", action="store_true",
                         help="launch even if the pre-flight says SGLang rejects the command")
+    parser.add_argument("--as-owner", action="store_true",
+                        help="a server owned by another user than the one spectui acts as: stop and start it as "
+                             "its owner through the host's `sudo -n -u OWNER` (otherwise refused)")
     parser.add_argument("--read-only", action="store_true", help="never change the host (prints the plan only)")
     parser.add_argument("--health-timeout", type=float, default=900.0, metavar="S",
                         help="seconds to wait for the new server to become healthy (default 900)")

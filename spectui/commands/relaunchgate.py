@@ -55,7 +55,7 @@ def options(args: argparse.Namespace) -> Any:
 
     return RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
                            health_timeout_s=args.health_timeout, observe_s=args.observe,
-                           peer_grace_s=args.peer_grace)
+                           peer_grace_s=args.peer_grace, as_owner=getattr(args, "as_owner", False))
 
 
 def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:

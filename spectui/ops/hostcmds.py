@@ -8,6 +8,8 @@ the whole argv with shlex.join; the local host execs it without a shell.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,23 +27,37 @@ _GPU_APPS = (
     "exec nvidia-smi --query-compute-apps=pid,used_memory --format=csv"
 )
 
-# Detached start: new session (setsid), SIGHUP ignored (nohup), exactly the given environment (env -i),
-# in the old working directory, all output to a log file that must not exist yet (set -C: never
-# overwrite a log). Prints the new pid: setsid does not fork because a background job of a
-# non-interactive shell is never a process-group leader, so $! is the server itself.
+# Detached start: new session (setsid), SIGHUP ignored (nohup), exactly the given environment, in the old
+# working directory, all output to a log file that must not exist yet. Prints the new pid: setsid does
+# not fork because a background job of a non-interactive shell is never a process-group leader, so $! is
+# the loader, which execs the server itself.
+# - The environment never appears on a command line (any user can read /proc/*/cmdline): it comes on
+#   standard input as `export NAME='value'` lines (env_input), is kept in a 0600 mktemp file, and the
+#   loader — started by `env -i` with nothing — opens that file, removes it, sources it and execs the
+#   server. dash is preferred as the loader: bash would add SHLVL to the environment.
+# - The log is created and opened once (`set -C`: O_CREAT|O_EXCL, so neither an existing file nor a
+#   planted symlink is followed) on fd 3, and the server writes to that descriptor: nothing can swap the
+#   path between its creation and the server's first write.
+_LOADER = 'exec 4<"$1" || exit 95; rm -f -- "$1"; shift; . /dev/fd/4; exec 4<&-; exec "$@"'
 _START_DETACHED = """set -C
 cd -- "$1" || { echo "spectui: cannot cd to $1" >&2; exit 96; }
 log=$2
 shift 2
-for tool in setsid nohup env; do
+for tool in setsid nohup env mktemp; do
   command -v "$tool" >/dev/null 2>&1 || { echo "spectui: $tool not found on this host" >&2; exit 97; }
 done
-true >"$log" 2>/dev/null || { echo "spectui: cannot create $log (exists or not writable)" >&2; exit 98; }
-setsid nohup env -i -- "$@" >>"$log" 2>&1 </dev/null &
+envf=$(mktemp "${TMPDIR:-/tmp}/spectui-env.XXXXXXXX") || { echo "spectui: cannot create a private file" >&2; exit 99; }
+cat >|"$envf" || { rm -f -- "$envf"; echo "spectui: cannot write $envf" >&2; exit 99; }
+command exec 3>"$log" 2>/dev/null || { rm -f -- "$envf"; echo "spectui: cannot create $log (exists or not writable)" >&2; exit 98; }
+loader=$(command -v dash || command -v sh)
+setsid nohup env -i "$loader" -c '""" + _LOADER + """' sh "$envf" "$@" >&3 2>&1 3>&- </dev/null &
 echo "$!"
 """
 
-START_EXIT_REASONS = {96: "working directory missing", 97: "a needed tool is missing", 98: "log file not creatable"}
+START_EXIT_REASONS = {96: "working directory missing", 97: "a needed tool is missing", 98: "log file not creatable",
+                      99: "no private file for the environment"}
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHELL_ADDS = ("PWD", "OLDPWD", "SHLVL", "_")  # what a loader shell would add when the server had none
 
 
 def check_pgid(pgid: int, *, own_pgids: Sequence[int] = ()) -> None:
@@ -78,16 +94,46 @@ def cmdline_argv(pid: int) -> list[str]:
 
 
 def start_argv(cwd: str, log: str, env: Mapping[str, str], argv: Sequence[str]) -> list[str]:
+    """The detached start of `argv`: no environment value in it (`env` goes on standard input as
+    env_input(env)); `env` is only checked here."""
     if not argv:
         raise ValueError("empty command")
-    if "=" in argv[0]:
-        # env(1) would take it for an assignment and run the next word instead.
-        raise ValueError(f"program name {argv[0]!r} contains '=': cannot be started through env")
-    bad = [k for k in env if not k or "=" in k or "\0" in k]
-    if bad:
-        raise ValueError(f"environment variable name {bad[0]!r} cannot be passed on")
-    assignments = [f"{k}={v}" for k, v in env.items()]
-    return ["sh", "-c", _START_DETACHED, "sh", cwd, log, *assignments, *argv]
+    env_input(env)
+    return ["sh", "-c", _START_DETACHED, "sh", cwd, log, *argv]
+
+
+def unpassable(env: Mapping[str, str]) -> list[str]:
+    """Variable names a shell cannot set (bash's exported functions `BASH_FUNC_f%%`, names with dots):
+    not passed on to a relaunched server (the plan says so)."""
+    return [k for k in env if not _SHELL_NAME.fullmatch(k)]
+
+
+def env_input(env: Mapping[str, str]) -> str:
+    """Standard input of start_argv: `env` as shell assignments the loader sources (values quoted as
+    data), after unsetting what the loader shell would otherwise add."""
+    if any("\0" in v for v in env.values()):
+        raise ValueError("an environment value holds a NUL byte: it cannot be passed on")
+    lines = [f"unset {name}" for name in _SHELL_ADDS if name not in env]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items() if _SHELL_NAME.fullmatch(k)]
+    return "".join(line + "\n" for line in lines)
+
+
+def identity_argv() -> list[str]:
+    """Who commands run as on the host, and how to run one as another user: uid, user name, then the
+    paths of sudo and runuser where they exist."""
+    return ["sh", "-c", "id -u; id -un; command -v sudo || echo; command -v runuser || echo", "sh"]
+
+
+def as_user_prefix(user: str, *, sudo: bool, runuser: bool) -> list[str]:
+    """argv prefix running a command as `user` through the host's own mechanism: `sudo -n -u` (never
+    asks for a password), else (as root) `runuser -u`. ValueError when neither is there."""
+    if not user or user.startswith("-") or any(ch.isspace() for ch in user):
+        raise ValueError(f"user name {user!r} cannot be passed to sudo")
+    if sudo:
+        return ["sudo", "-n", "-u", user, "--"]
+    if runuser:
+        return ["runuser", "-u", user, "--"]
+    raise ValueError("neither sudo nor runuser exists on the host")
 
 
 @dataclass(frozen=True, slots=True)

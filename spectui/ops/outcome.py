@@ -49,6 +49,7 @@ class RelaunchOptions:
     health_timeout_s: float = 900.0  # big models load and capture graphs for many minutes
     observe_s: float = 0.0  # after healthy, keep reading the log this long for accept len / tok/s
     peer_grace_s: float = 20.0  # a group's node >= 1 whose /health never answers: up this long after its node 0
+    as_owner: bool = False  # a server another user owns: stop and start it as that user (sudo -n -u), not refuse
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,7 @@ class RelaunchPlan:
                  if self.from_known else f"pid {s.pid} (process group {s.pgid}) on {self.host_name}")
         out = [
             f"server   {where}, port {s.port}, cwd {s.cwd}",
+            *([f"owner    {s.user or '(no name)'} (uid {s.uid})"] if s.uid is not None else []),
             *([f"known    {self.known_note}"] if self.from_known and self.known_note else []),
             f"log      {s.log_path or '(unknown)'}  ->  {self.log_path} (new file)",
             f"command  {hostcmds.display_argv(self.new.argv)}",
@@ -192,28 +193,26 @@ class RelaunchPlan:
         for w in self.resolution.warnings:
             out.append(f"  warning: {self.scrub(w)}")
         out.append("host commands")
-        env_words = {f"{k}={v}" for k, v in self.new_env.items()}
+        start = self.start_argv()
         for why, argv in self.host_commands(own_pgids=own_pgids):
             if why:
                 out.append(f"  # {why}")
+            if argv == start:  # the environment is on its standard input, never on a command line
+                edited = ", edited as above" if self.env_changes else ""
+                dropped = hostcmds.unpassable(self.new_env)
+                out.append(f"  # (the server's environment: {len(self.new_env) - len(dropped)} variables from "
+                           f"/proc/{s.pid}/environ{edited}, on standard input into a 0600 file the server's "
+                           "loader removes)" + (f"; not passed on (no shell can set them): {', '.join(dropped)}"
+                                                if dropped else ""))
             if argv:
-                # The start command carries the server's whole environment as K=V words: shown as one
-                # placeholder here so the plan stays readable (--json lists the exact argv).
-                kept = [w for w in argv if w not in env_words]
-                if len(kept) < len(argv):
-                    edited = ", edited as above" if self.env_changes else ""
-                    out.append(f"  # (the server's environment: {len(argv) - len(kept)} variables from "
-                               f"/proc/{s.pid}/environ{edited}, passed as K=V words where ENV stands; --json "
-                               "shows them)")
-                    at = next(i for i, w in enumerate(argv) if w in env_words)
-                    kept.insert(at, "ENV")
-                out.append(f"  $ {hostcmds.display_argv(kept, self.new_env)}")
+                out.append(f"  $ {hostcmds.display_argv(argv, self.new_env)}")
         return "\n".join(out)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "host": self.host_name,
             "old_pid": self.server.pid,
+            "owner": None if self.server.uid is None else {"user": self.server.user, "uid": self.server.uid},
             "from_known": self.from_known,
             "known_note": self.known_note,
             "old_command": hostcmds.display_argv(self.old.argv),

@@ -62,12 +62,14 @@ def foreign_members(procs: Sequence[ProcEntry], pgid: int, server_pid: int) -> l
     return [p for p in alive_in_group(procs, pgid) if p.pid not in related]
 
 
-async def signal_group(host: Any, pgid: int, signal: str, *, own: Collection[int] = ()) -> SignalOutcome:
+async def signal_group(host: Any, pgid: int, signal: str, *, own: Collection[int] = (),
+                       as_user: Sequence[str] = ()) -> SignalOutcome:
+    """Signal the group; `as_user`: an argv prefix (sudo -n -u OWNER --) sending it as the server's owner."""
     try:
         argv = hostcmds.signal_group_argv(pgid, signal, own_pgids=tuple(own))
     except ValueError as exc:
         raise RelaunchError(f"{exc}; nothing was changed") from None
-    result = await host.run(argv, timeout=30)
+    result = await host.run([*as_user, *argv], timeout=30)
     if result.exit_status == 0:
         return SignalOutcome(True)
     err = result.stderr.lower()
@@ -139,11 +141,37 @@ async def read_cmdline(host: Any, pid: int) -> tuple[str, ...] | None:
     return tuple(result.stdout.split("\0")[:-1])
 
 
-async def start_detached(host: Any, cwd: str, log: str, env: dict[str, str], argv: Sequence[str]) -> int:
-    """Start argv detached (own session, SIGHUP ignored) with exactly `env`, in `cwd`, logging to `log`."""
-    result = await host.run(hostcmds.start_argv(cwd, log, env, argv), timeout=60)
+async def start_detached(host: Any, cwd: str, log: str, env: dict[str, str], argv: Sequence[str],
+                         *, as_user: Sequence[str] = ()) -> int:
+    """Start argv detached (own session, SIGHUP ignored) with exactly `env`, in `cwd`, logging to `log`.
+    The environment goes on standard input, never on a command line. `as_user`: an argv prefix (sudo -n -u
+    USER --) running the start as the server's owner."""
+    try:
+        argv_, stdin = hostcmds.start_argv(cwd, log, env, argv), hostcmds.env_input(env)
+    except ValueError as exc:
+        raise RelaunchError(f"could not start the server: {exc}") from None
+    result = await host.run([*as_user, *argv_], timeout=60, input=stdin)
     out = result.stdout.strip()
     if result.exit_status != 0 or not out.isdigit():
         reason = hostcmds.START_EXIT_REASONS.get(result.exit_status, f"exit status {result.exit_status}")
         raise RelaunchError(f"could not start the server ({reason}): {result.stderr.strip()[:200]}")
     return int(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who spectui's commands run as on a host, and which run-as-another-user tools it has."""
+
+    uid: int
+    user: str
+    sudo: bool
+    runuser: bool
+
+
+async def identity(host: Any) -> Identity:
+    result = await host.run(hostcmds.identity_argv(), timeout=30)
+    lines = [*result.stdout.splitlines(), "", "", "", ""]
+    if result.exit_status != 0 or not lines[0].strip().isdigit():
+        raise RelaunchError(f"{host.name}: cannot tell which user commands run as (`id -u` failed: "
+                            f"{result.stderr.strip()[:200]}); nothing was changed")
+    return Identity(int(lines[0]), lines[1].strip(), bool(lines[2].strip()), bool(lines[3].strip()))

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from spectui.errors import HostError, RelaunchError, RulesError
-from spectui.ops import procs
+from spectui.ops import hostcmds, procs
 from spectui.ops.health import HealthOutcome, LaunchWatcher
 from spectui.ops.hostcmds import ProcEntry, check_pgid, display_argv
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
@@ -47,6 +47,7 @@ class Runner:
         self.own = procs.own_pgids(host)
         self.group: list[ProcEntry] = []
         self.started_pid: int | None = None  # the new command's pid once started
+        self.as_user: list[str] = []  # --as-owner: the prefix (sudo -n -u OWNER --) of the signals and starts
 
     def note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
              diagnoses: tuple[Any, ...] = ()) -> None:
@@ -64,6 +65,7 @@ class Runner:
             raise RelaunchError(f"{name} is read-only (--read-only): relaunch would change the host; nothing was changed")
         if self.plan.needs_force and not self.opt.force:
             raise RelaunchError(f"pre-flight: {self.plan.verdict_line}; fix the flags or pass --force; nothing was changed")
+        await self.check_owner()
         if not s.env:
             raise RelaunchError(
                 f"the environment of pid {s.pid} could not be read (/proc/{s.pid}/environ); starting the new "
@@ -88,7 +90,7 @@ class Runner:
             raise RelaunchError(
                 f"process group {s.pgid} also holds processes that are not the server ({who}): stopping the "
                 "group would kill them too; nothing was changed — pass --force to stop them as well")
-        probe = await procs.signal_group(self.host, s.pgid, "0", own=self.own)
+        probe = await procs.signal_group(self.host, s.pgid, "0", own=self.own, as_user=self.as_user)
         if not probe.delivered and probe.reason == "permission":
             raise RelaunchError(
                 f"permission denied: cannot signal process group {s.pgid} on {name} (it belongs to another "
@@ -96,6 +98,42 @@ class Runner:
         if not probe.delivered and probe.reason == "gone":
             raise RelaunchError(f"server pid {s.pid} on {name} exited before the relaunch; nothing was changed")
         self.group = procs.alive_in_group(all_procs, s.pgid)
+
+    async def check_owner(self) -> None:
+        """A server is relaunched as its owner or not at all: its command, environment and directory are
+        that user's, and must not run as another (root relaunching a user's server would run that user's
+        code as root). Refused unless --as-owner, which runs the stop and the start through the host's
+        own `sudo -n -u OWNER` (as root without sudo: `runuser -u OWNER`)."""
+        s, name = self.plan.server, self.host.name
+        if s.uid is None:
+            return  # not known (a /proc that hides other users' processes): the signal probe still asks
+        me = await procs.identity(self.host)
+        if me.uid == s.uid:
+            return
+        owner = f"{s.user or '(no name)'} (uid {s.uid})"
+        acting = f"{me.user or '(no name)'} (uid {me.uid})"
+        if not self.opt.as_owner:
+            ssh_host, port = getattr(self.host, "host", None), getattr(self.host, "port", None)
+            who = s.user or f"the user of uid {s.uid}"
+            how = (f"`spectui relaunch {who}@{ssh_host}{f':{port}' if port else ''} ...`" if ssh_host
+                   else f"`sudo -u {who} spectui relaunch ...`")
+            raise RelaunchError(
+                f"pid {s.pid} on {name} belongs to {owner}, and spectui acts as {acting} there: relaunching it "
+                f"would run {owner}'s command, environment and directory as {acting}; nothing was changed — "
+                f"relaunch it as its owner ({how}), or pass --as-owner to stop and start it as {who} through "
+                "the host's `sudo -n -u`")
+        try:
+            self.as_user = hostcmds.as_user_prefix(s.user, sudo=me.sudo, runuser=me.runuser and me.uid == 0)
+        except ValueError as exc:
+            raise RelaunchError(f"--as-owner: cannot run commands as {owner} on {name}: {exc}; nothing was "
+                                "changed") from None
+        res = await self.host.run([*self.as_user, "id", "-u"], timeout=30)
+        if res.exit_status != 0 or res.stdout.strip() != str(s.uid):
+            why = res.stderr.strip()[:200] or f"it ran as uid {res.stdout.strip() or '?'}"
+            raise RelaunchError(f"--as-owner: `{' '.join(self.as_user)} id -u` on {name} failed ({why}); nothing "
+                                f"was changed — allow {acting} to run commands as {owner} without a password, "
+                                "or relaunch as that user")
+        self.note(Step.CHECKING, f"acting as the server's owner {owner} through `{' '.join(self.as_user[:-1])}`")
 
     async def preflight_known(self) -> None:
         """Before starting a known command with no live server (the last one crashed): the same safety as a
@@ -243,7 +281,7 @@ class Runner:
     async def stop(self, pgid: int, pids: list[int], port: int | None, *, rollback: bool, first: bool) -> None:
         o = self.opt
         self.note(Step.STOPPING, f"SIGTERM to process group {pgid}", rollback=rollback, pid=pgid)
-        sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own)
+        sent = await procs.signal_group(self.host, pgid, "TERM", own=self.own, as_user=self.as_user)
         if not sent.delivered and sent.reason != "gone":
             if first:  # nothing was signalled: the old server still runs untouched
                 raise RelaunchError(f"could not signal process group {pgid} on {self.host.name} "
@@ -253,7 +291,7 @@ class Runner:
         if left:
             self.note(Step.KILLING, f"still alive after {o.stop_grace_s:g} s: SIGKILL to process group {pgid}",
                        rollback=rollback, pid=pgid)
-            await procs.signal_group(self.host, pgid, "KILL", own=self.own)
+            await procs.signal_group(self.host, pgid, "KILL", own=self.own, as_user=self.as_user)
             left = await procs.wait_group_gone(self.host, pgid, o.kill_wait_s)
             if left:
                 who = ", ".join(f"{p.pid} ({p.stat})" for p in left[:5])
@@ -285,7 +323,7 @@ class Runner:
         try:
             # The new command gets the edited environment; a rollback the old one, exactly as it was.
             env = s.env if rollback else self.plan.new_env
-            pid = await procs.start_detached(self.host, s.cwd, log, dict(env), argv)
+            pid = await procs.start_detached(self.host, s.cwd, log, dict(env), argv, as_user=self.as_user)
         except (RelaunchError, ValueError) as exc:
             return Attempt(None, log, False, str(exc))
         if not rollback:

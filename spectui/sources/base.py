@@ -83,6 +83,8 @@ class ServerProcess:
     gpu_ids: tuple[int, ...] = ()
     stderr_path: str | None = None  # fd 2 target when it differs from fd 1
     program: str = field(default="")  # "python -m sglang.launch_server", "sglang serve", "python -m spectui.sim"
+    uid: int | None = None  # the process's owner (effective uid, /proc/PID/status); None: not known
+    user: str = ""  # the owner's name on the host ("" when it has none)
 
 
 @runtime_checkable
@@ -110,7 +112,8 @@ class Host(Protocol):
     read_only: bool
 
     async def run(
-        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False
+        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False,
+        input: str | None = None,  # standard input (default none); every host's run takes it
     ) -> RunResult: ...
     async def stat(self, path: str) -> FileStat | None: ...
     async def read_range(self, path: str, offset: int, length: int) -> bytes: ...

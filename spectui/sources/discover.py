@@ -23,7 +23,8 @@ _MODULES = ("sglang.launch_server", "spectui.sim")
 _CLIENTS = {"docker", "podman", "nerdctl", "kubectl", "ssh"}
 
 # One command for the whole host: grep finds candidate cmdlines; per candidate it prints stat, argv,
-# environ, cwd and the fd 1/2 targets between markers no process can forge (random per call).
+# environ, cwd, the fd 1/2 targets and the owner (effective uid and its name) between markers no process
+# can forge (random per call).
 _SCRIPT = r"""
 M="$1"
 for f in $(grep -l -a -e sglang -e spectui.sim /proc/[0-9]*/cmdline 2>/dev/null); do
@@ -35,6 +36,8 @@ for f in $(grep -l -a -e sglang -e spectui.sim /proc/[0-9]*/cmdline 2>/dev/null)
   printf '\n%s CWD\n' "$M"; readlink "$d/cwd" 2>/dev/null
   printf '\n%s FD1\n' "$M"; readlink "$d/fd/1" 2>/dev/null
   printf '\n%s FD2\n' "$M"; readlink "$d/fd/2" 2>/dev/null
+  u=$(sed -n 's/^Uid:[[:space:]]*[0-9]*[[:space:]]*\([0-9]*\).*/\1/p' "$d/status" 2>/dev/null)
+  printf '\n%s UID\n%s\n%s USER\n' "$M" "$u" "$M"; [ -n "$u" ] && id -nu "$u" 2>/dev/null
   printf '\n'
 done
 """
@@ -130,6 +133,8 @@ def parse_proc_dump(text: str, marker: str) -> list[ServerProcess]:
             gpu_ids=_gpu_ids(env),
             stderr_path=fd2 if fd2 != fd1 else None,
             program=program,
+            uid=int(parts["UID"].strip()) if parts.get("UID", "").strip().isdigit() else None,
+            user=parts.get("USER", "").strip(),
         )
         found[proc.pid] = (ppid, proc)
     return sorted((p for ppid, p in found.values() if ppid not in found), key=lambda p: p.pid)

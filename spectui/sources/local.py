@@ -179,14 +179,14 @@ class LocalHost:
         self.read_only = read_only
 
     async def run(
-        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False
+        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False, input: str | None = None
     ) -> RunResult:
         argv = list(argv)
         try:
             # A new session: a timed-out command is killed by its own process group, nothing else.
             proc = await asyncio.create_subprocess_exec(
                 *argv,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
@@ -196,7 +196,7 @@ class LocalHost:
             return check_result(argv, result, self.name) if check else result
         try:
             async with asyncio.timeout(timeout):
-                out, err = await proc.communicate()
+                out, err = await proc.communicate(None if input is None else input.encode(errors="surrogateescape"))
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

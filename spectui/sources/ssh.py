@@ -200,10 +200,11 @@ class SSHHost:
     # -- Host protocol -----------------------------------------------------------------------------
 
     async def run(
-        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False
+        self, argv: Sequence[str], *, timeout: float | None = None, check: bool = False, input: str | None = None
     ) -> RunResult:
+        """argv on the host; `input`: its standard input (a relaunch's environment: never on a command line)."""
         argv = list(argv)
-        res = await self._exec(argv, timeout, None)
+        res = await self._exec(argv, timeout, None, input)
         status = res.exit_status if res.exit_status is not None else 255
         result = RunResult(status, _text(res.stdout), _text(res.stderr))
         return check_result(argv, result, self.name) if check else result
@@ -214,8 +215,10 @@ class SSHHost:
         status = res.exit_status if res.exit_status is not None else 255
         return status, bytes(res.stdout or b"")
 
-    async def _exec(self, argv: list[str], timeout: float | None, raw: str | None) -> Any:
+    async def _exec(self, argv: list[str], timeout: float | None, raw: str | None, input: str | None = None) -> Any:
         kw: dict[str, Any] = {"timeout": timeout}
+        if input is not None:
+            kw["input"] = input
         if raw:
             kw["encoding"] = None
         try:

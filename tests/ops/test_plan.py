@@ -8,7 +8,7 @@ import pytest
 
 from spectui.core.launch import parse_command, resolve
 from spectui.errors import UsageError
-from spectui.ops.hostcmds import display_argv, parse_gpu_apps, redact_env
+from spectui.ops.hostcmds import display_argv, env_input, parse_gpu_apps, redact_env
 from spectui.ops.plan import Edits, build_plan, new_log_path, port_of, resolvable_args
 from spectui.sources.base import ServerProcess
 
@@ -87,11 +87,13 @@ def test_host_commands_are_exact_argv_with_values_as_parameters() -> None:
     assert start[:2] == ["sh", "-c"] and "$(reboot)" not in start[2]  # the script is fixed text
     assert start[3:6] == ["sh", "/root", plan.log_path]
     assert start[-len(plan.new.argv):] == plan.new.argv
-    assert "NCCL_PROTO=LL" in start and "HF_TOKEN=hf_secret" in start  # same environment
+    assert not any("hf_secret" in w or "NCCL_PROTO" in w for w in start)  # no environment on a command line
+    env = env_input(plan.new_env)  # it goes on the start's standard input
+    assert "export NCCL_PROTO=LL\n" in env and "export HF_TOKEN=hf_secret\n" in env  # same environment
     shown = plan.render()
     assert "hf_secret" not in shown and "variables from /proc/" in shown  # the environment, summarised
     shown_json = "\n".join(plan.to_json()["host_commands"])
-    assert "hf_secret" not in shown_json and "HF_TOKEN=***" in shown_json and "NCCL_PROTO=LL" in shown_json
+    assert "hf_secret" not in shown_json and "HF_TOKEN" not in shown_json and "NCCL_PROTO" not in shown_json
     assert cmds["stop: SIGTERM to process group 4242"] == ["sh", "-c", 'kill -s "$1" -- "-$2"', "sh", "TERM", "4242"]
 
 
@@ -148,9 +150,9 @@ def test_env_edits_reach_the_start_command_diff_and_json() -> None:
     assert plan.changes == () and not plan.needs_force
     assert [(e.name, e.old, e.new) for e in plan.env_changes] == [
         ("NCCL_PROTO", "LL", "Simple"), ("HF_TOKEN", "hf_secret", None), ("NCCL_DEBUG", None, "INFO")]
-    start = plan.start_argv()
-    assert "NCCL_PROTO=Simple" in start and "NCCL_DEBUG=INFO" in start
-    assert "NCCL_PROTO=LL" not in start and not any(w.startswith("HF_TOKEN=") for w in start)
+    start, env = plan.start_argv(), env_input(plan.new_env)
+    assert "export NCCL_PROTO=Simple\n" in env and "export NCCL_DEBUG=INFO\n" in env
+    assert "NCCL_PROTO=LL" not in env and "HF_TOKEN" not in env
     assert start[-len(plan.new.argv):] == plan.new.argv
     shown = plan.render()
     assert "changes  none" not in shown
@@ -167,12 +169,12 @@ def test_env_edits_reach_the_start_command_diff_and_json() -> None:
 def test_a_secret_set_through_env_stays_masked_in_the_plan() -> None:
     plan = build_plan(server(), Edits.from_cli(env_sets=["HF_TOKEN=hf_new", "OPENAI_API_KEY=sk-live"]),
                       host_name="local", now=NOW)
-    assert "HF_TOKEN=hf_new" in plan.start_argv()  # the real value reaches the server
+    assert "export HF_TOKEN=hf_new\n" in env_input(plan.new_env)  # the real value reaches the server
     shown, out = plan.render(), str(plan.to_json())
     for text in (shown, out):
         assert "hf_new" not in text and "sk-live" not in text and "hf_secret" not in text
     assert "  env HF_TOKEN        *** -> ***" in shown and "  env OPENAI_API_KEY  (absent) -> ***" in shown
-    assert "HF_TOKEN=***" in "\n".join(plan.to_json()["host_commands"])
+    assert "HF_TOKEN" not in "\n".join(plan.to_json()["host_commands"])  # never a value on a command line
 
 
 def test_env_edit_usage_errors() -> None:
@@ -185,7 +187,7 @@ def test_env_edit_usage_errors() -> None:
         build_plan(server(), Edits.from_cli(env_unsets=["NCCL_DEBUG"]), host_name="local", now=NOW)
     # An empty value is a value (set, not removed).
     plan = build_plan(server(), Edits.from_cli(env_sets=["NCCL_PROTO="]), host_name="local", now=NOW)
-    assert plan.new_env["NCCL_PROTO"] == "" and "NCCL_PROTO=" in plan.start_argv()
+    assert plan.new_env["NCCL_PROTO"] == "" and "export NCCL_PROTO=''\n" in env_input(plan.new_env)
 
 
 def test_gpu_apps_and_redaction() -> None:
