@@ -100,10 +100,11 @@ async def connect_with_retry(host: Any, *, say: Any = None) -> None:
             attempt += 1
 
 
-async def build_session(args: argparse.Namespace, *, match_log: bool = False) -> Any:
+async def build_session(args: argparse.Namespace, *, match_log: bool = False, pick: Any = None) -> Any:
     """Connect, discover the server, pick the log: a ui Session. Raises SpectuiError with one line.
 
-    `match_log` (several targets): when the host runs several servers, the one writing the given log."""
+    `match_log` (several targets): when the host runs several servers, the one writing the given log.
+    `pick` (one target on a terminal): `await pick(host_name, servers)` asks which one when several run."""
     import os
 
     from spectui.errors import DiscoveryError, UsageError
@@ -135,8 +136,14 @@ async def build_session(args: argparse.Namespace, *, match_log: bool = False) ->
             if server is None and args.server_port:  # the one listening on the given port (a fleet instance)
                 on_port = [s for s in exc.servers if s.port == args.server_port]
                 server = on_port[0] if len(on_port) == 1 else None
+            if server is None and pick is not None and not log_path and args.pid is None:
+                server = await pick(host.name, exc.servers)  # the picker (ui/screens/picker.py)
+                if server is None:
+                    raise UsageError(f"no server picked on {host.name}; nothing opened") from None
             if server is None and (not log_path or args.pid is not None):
-                raise
+                from spectui.sources.target import several_message
+
+                raise SeveralServers(several_message(host.name, exc.servers), exc.servers) from None
         except DiscoveryError:
             if not log_path or args.pid is not None:
                 raise
@@ -193,7 +200,10 @@ async def _main(args: argparse.Namespace) -> int:
     from spectui.ui.app import SpectuiApp
     from spectui.ui.bundle_replay import replay_if_bundle
 
-    session = replay_if_bundle(args) or await build_session(args)  # a bundle: replayed, read-only
+    pick = None
+    if sys.stdin.isatty() and sys.stdout.isatty():  # several servers: asked on screen, not a list and exit
+        from spectui.ui.screens.picker import pick_server_on_screen as pick
+    session = replay_if_bundle(args) or await build_session(args, pick=pick)  # a bundle: replayed, read-only
     try:
         app = SpectuiApp(session, baseline_tps=getattr(args, "baseline_tps", None))
         await app.run_async()
