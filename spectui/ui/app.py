@@ -28,6 +28,7 @@ class SpectuiApp(App[int]):
         Binding("h", "history", "History"),
         Binding("b", "bench", "Bench"),
         Binding("w", "sweep", "Sweep"),
+        Binding("w", "sweep_plan", "Plan"),  # read-only: the sweep's plan, nothing launched
         Binding("i", "draft", "Draft"),
         Binding("x", "record", "Record"),
     ]
@@ -67,8 +68,8 @@ class SpectuiApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         off = self.off_actions()
-        if action == "relaunch_preview":
-            return "relaunch" in off and "relaunch_preview" not in off
+        if action in ("relaunch_preview", "sweep_plan"):  # what read-only leaves of relaunch and sweep
+            return action not in off and action.split("_")[0] in off
         return action not in off
 
     # ---- actions (also reachable from the command palette) ------------------------------------
@@ -80,6 +81,9 @@ class SpectuiApp(App[int]):
 
     def action_relaunch_preview(self) -> None:
         self.action_relaunch()
+
+    def action_sweep_plan(self) -> None:
+        self.action_sweep()
 
     def action_history(self) -> None:
         from spectui.ui.screens.history import HistoryScreen

@@ -1,6 +1,6 @@
-"""#24: the footer and `?` help list every key that works on the dashboard, and only those: b/w/i/x/p are
-there in a live session; read-only hides relaunch and sweep (r becomes a preview); a replay has no bench,
-sweep or record, and says it is a replay (not "started with --read-only")."""
+"""#24: the footer and `?` help list every key that works on the dashboard, and only those: b/w/i/x are
+there in a live session; read-only hides relaunch and sweep (r becomes a preview, w a plan); a replay has
+no bench, sweep or record, and says it is a replay (not "started with --read-only")."""
 
 from __future__ import annotations
 
@@ -60,13 +60,14 @@ async def test_read_only_hides_relaunch_and_sweep(seed_lines) -> None:
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot, app)
         keys = footer(app)
-        assert keys.get("r") == "Preview" and "w" not in keys
-        assert "Relaunch" not in keys.values()
+        assert keys.get("r") == "Preview" and keys.get("w") == "Plan"  # what read-only leaves of them
+        assert "Relaunch" not in keys.values() and "Sweep" not in keys.values()
         assert {"b", "i", "x"} <= set(keys)
         rows = await help_rows(pilot, app)
         whats = " ".join(w for _, w in rows[:-1])
         assert "edit flags, live diff and verdict, confirm" not in whats and "sweep:" not in whats
-        assert "as a preview" in whats and "w sweep: started with --read-only" in rows[-1][1]
+        assert "as a preview" in whats and "sweep plan:" in whats
+        assert "w sweep: started with --read-only" in rows[-1][1]
         await pilot.press("r")
         await pilot.pause()
         said = " ".join(str(s.render()) for s in app.screen.query("Static"))

@@ -23,7 +23,8 @@ from spectui.ui.session import Session
 
 # The shown tab's actions: over the fleet screen they would act on a tab the operator cannot see (the
 # highlighted fleet row is another server), so there they are off; `enter` opens the row's server first.
-TAB_ACTIONS = frozenset({"relaunch", "history", "record", "draft", "bench", "sweep"})
+TAB_ACTIONS = frozenset({"relaunch", "relaunch_preview", "history", "record", "draft", "bench", "sweep",
+                         "sweep_plan"})
 SUMMARY_INTERVAL = 1.0  # seconds between summary-strip refreshes (values unchanged: no repaint)
 TICK_INTERVAL = 1.0  # the one app timer: every tab's 1 s tick, the hidden tabs' parse round, the strip
 

@@ -34,6 +34,7 @@ KEYS: tuple[tuple[str, str, str | None], ...] = (
     ("b", "bench: load the server, measure tok/s and accept len (vs no speculation when known)", "bench"),
     ("w", "sweep: edit a grid of depths, see the plan, confirm; each config relaunched + benched, then back",
      "sweep"),
+    ("w", "sweep plan: edit a grid of depths and see the plan (nothing is launched here)", "sweep_plan"),
     ("i", "draft checkpoint: config.json and safetensors headers checked against the target and launch", None),
     ("x", "record an incident bundle of this server (saved under the XDG state folder; path shown)", "record"),
     ("1 … 9", "several servers (connect T1 T2 …): show tab N", None),
@@ -56,13 +57,13 @@ def off_actions(session: object) -> dict[str, str]:
     off: dict[str, str] = {}
     live = getattr(session, "host", None) is not None and not getattr(session, "replay", False)
     if not live:
-        for action in ("bench", "sweep", "record"):
+        for action in ("bench", "sweep", "sweep_plan", "record"):
             off[action] = "no live server (a replay)"
     if getattr(session, "read_only", False):
         off["relaunch"] = read_only_reason(session)
-        off.setdefault("sweep", off["relaunch"])  # a sweep relaunches the server too
+        off.setdefault("sweep", off["relaunch"])  # a sweep relaunches the server: its plan is left
     else:
-        off["relaunch_preview"] = "relaunch itself is on"
+        off["relaunch_preview"] = off["sweep_plan"] = "the action itself is on"
     return off
 
 
@@ -88,7 +89,7 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, off: dict[str, str] | None = None) -> None:
         super().__init__()
-        self.off = {k: v for k, v in (off or {}).items() if k != "relaunch_preview"}
+        self.off = off or {}
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, show_header=False, padding=(0, 2))
@@ -100,9 +101,10 @@ class HelpScreen(ModalScreen[None]):
             yield Static("spectui keys", classes="title")
             with VerticalScroll():
                 yield Static(table)
-                if self.off:
-                    names = {"relaunch": "r relaunch, f fix", "bench": "b bench", "sweep": "w sweep",
-                             "record": "x record"}
-                    why = "; ".join(f"{names.get(a, a)}: {r}" for a, r in self.off.items())
+                names = {"relaunch": "r relaunch, f fix", "bench": "b bench", "sweep": "w sweep",
+                         "record": "x record"}
+                shown = {a: r for a, r in self.off.items() if a in names}
+                if shown:
+                    why = "; ".join(f"{names[a]}: {r}" for a, r in shown.items())
                     yield Static(Text(f"\noff in this session: {why}", style="yellow"))
                 yield Static(Text("\n" + NOTES, style="dim"))
