@@ -6,7 +6,6 @@ Paths are POSIX (the host is Linux). A Hugging Face hub id is resolved in the ca
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -14,9 +13,11 @@ from typing import Any
 
 from spectui.core.draft.reader import Reader, ReadError, read_small
 from spectui.core.draft.st_header import HeaderError, SafetensorsHeader, TensorInfo, read_header
+from spectui.core.limits import load_json
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 MAX_INDEX_BYTES = 64 * 1024 * 1024
+MAX_INDEX_FILES = 4096  # shards an index may point to (the largest public checkpoints have a few hundred)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -112,8 +113,8 @@ async def read_json(reader: Reader, path: str, cap: int) -> Any:
     except ReadError as exc:
         raise CheckpointError("config", str(exc), [path]) from exc
     try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return load_json(raw.decode("utf-8"))  # depth-limited: a deeply nested file is one problem
+    except (UnicodeDecodeError, ValueError) as exc:
         raise CheckpointError("config", f"{posixpath.basename(path)} is not valid JSON: {exc}", [path]) from exc
 
 
@@ -171,7 +172,13 @@ async def _load_index(reader: Reader, ckpt: Checkpoint, index_name: str, fmt: st
     for tensor, file in weight_map.items():
         if not _unsafe_name(str(file)):
             ckpt.tensors[str(tensor)] = TensorRef(str(file), None)
-    ckpt.files = sorted({ref.file for ref in ckpt.tensors.values()})
+    files = sorted({ref.file for ref in ckpt.tensors.values()})
+    if len(files) > MAX_INDEX_FILES:  # no real checkpoint has that many shards: their headers are not read
+        ckpt.problems.append(("index-unreadable", f"{index_name} lists {len(files):,} weight files, more than "
+                              f"the {MAX_INDEX_FILES:,} a checkpoint has; their headers were not read",
+                              [f"weight_map -> {f}" for f in files[:3]]))
+        files = []
+    ckpt.files = files
 
 
 def _unsafe_name(name: str) -> bool:

@@ -7,7 +7,6 @@ Only the header is read, plus, on request, the bytes of one small tensor (d2t, t
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 import sys
@@ -15,6 +14,7 @@ from array import array
 from dataclasses import dataclass
 
 from spectui.core.draft.reader import Reader, ReadError
+from spectui.core.limits import load_json
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # real headers are KBs to a few MBs; 100 MB of JSON is not a header
 MAX_TENSOR_READ = 16 * 1024 * 1024  # d2t for a 2M-entry draft vocabulary is 16 MB
@@ -90,8 +90,8 @@ async def read_header(reader: Reader, path: str, *, max_header: int = MAX_HEADER
     if len(raw) < n:
         raise HeaderError(f"truncated: got {len(raw)} of the {n} header bytes")
     try:
-        obj = json.loads(raw.decode("utf-8").rstrip(" "))  # the format allows trailing-space padding
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        obj = load_json(raw.decode("utf-8").rstrip(" "))  # trailing-space padding allowed; depth-limited
+    except (UnicodeDecodeError, ValueError) as exc:
         raise HeaderError(f"header is not valid JSON ({exc.__class__.__name__}: {exc})") from exc
     if not isinstance(obj, dict):
         raise HeaderError(f"header JSON is a {type(obj).__name__}, not an object")
