@@ -27,7 +27,6 @@ from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
 from spectui.ui.screens.logkeys import LogKeys
 from spectui.ui.screens.serverwatch import ServerWatch
-from spectui.ui.screens.stalewatch import StaleWatch
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
@@ -78,7 +77,7 @@ def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no:
     return prepared, update
 
 
-class DashboardScreen(ServerWatch, StaleWatch, LogKeys, Screen):
+class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings StaleWatch (stalewatch.py)
     BINDINGS = [
         Binding("space", "toggle_follow", "Pause", show=False),  # the log title says it
         Binding("slash", "prompt('search')", "Search"),

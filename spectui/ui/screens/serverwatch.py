@@ -23,6 +23,7 @@ from spectui.sources.liveness import (
     LivenessMonitor,
     await_successor,
 )
+from spectui.ui.screens.stalewatch import StaleWatch
 
 
 def _port_of(session: Any) -> int | None:
@@ -34,7 +35,7 @@ def _port_of(session: Any) -> int | None:
     return port
 
 
-class ServerWatch:
+class ServerWatch(StaleWatch):
     """Mixed into DashboardScreen (which provides session, clock, cockpit, last_update, log_path, …)."""
 
     health: HealthState | None = None
