@@ -1,8 +1,10 @@
 """`spectui serve [TARGET...] [--port P] [--host ADDR] [--read-only]`: the cockpit in a browser (textual-serve).
 
 Bound to 127.0.0.1 unless --host says otherwise. A random token is printed in the URL at start; every
-request without it (query `?token=` once, then an HttpOnly SameSite=Strict cookie) gets 403, and so does a
-websocket opened from another origin. textual-serve starts one app process per visit; those processes do
+request without it gets 403: the printed `?token=` URL answers with a redirect to the same page without
+the token, setting an HttpOnly SameSite=Strict cookie (the token stays out of the address bar and the
+history); a websocket from another origin (scheme, host or port) gets 403; the page loads nothing from
+outside (textual-serve's Roboto Mono from its own static folder, not Google Fonts). textual-serve starts one app process per visit; those processes do
 not connect anywhere themselves: the serve process holds the connections and ONE tail per server
 (ui/multi/hub.py) and every viewer attaches to it, so all viewers see the same lines. Viewers are
 read-only (relaunch needs the host connection, which stays in the serve process): --read-only is the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from typing import Any
 
@@ -58,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def guard(token: str) -> Any:
-    """aiohttp middleware: the token (query or cookie) or 403; a websocket only from this origin."""
+    """aiohttp middleware: the token (query or cookie) or 403; a websocket only from this origin (scheme,
+    host and port). A page asked for with `?token=` is redirected to the same URL without it, setting the
+    HttpOnly SameSite=Strict cookie: the token leaves the address bar and the browser's history."""
     import hmac
+    from urllib.parse import urlencode
 
     from aiohttp import web
 
@@ -69,14 +75,46 @@ def guard(token: str) -> Any:
         if not hmac.compare_digest(given.encode(), token.encode()):
             return web.Response(status=403, text="403 Forbidden: open the URL spectui serve printed (with ?token=)\n")
         origin = request.headers.get("Origin")
-        if request.path == "/ws" and origin and origin.split("://", 1)[-1] != request.host:
+        if request.path == "/ws" and origin and origin.rstrip("/") != f"{request.scheme}://{request.host}":
             return web.Response(status=403, text="403 Forbidden: websocket from another origin\n")
+        if "token" in request.query and request.method in ("GET", "HEAD") and request.path != "/ws":
+            rest = [(k, v) for k, v in request.query.items() if k != "token"]
+            clean = request.path + ("?" + urlencode(rest) if rest else "")
+            moved = web.HTTPSeeOther(location=clean, headers={"Cache-Control": "no-store",
+                                                             "Referrer-Policy": "no-referrer"})
+            moved.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+            return moved
         response = await handler(request)
         if request.query.get("token") and not response.prepared:
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
         return response
 
     return middleware
+
+
+_FONT_LINK = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*>", re.S)
+
+
+def local_templates(folder: str) -> str:
+    """textual-serve's page template with its one outside load (Google Fonts' Roboto Mono stylesheet)
+    replaced by an @font-face on the Roboto Mono textual-serve ships in its static folder: the page loads
+    nothing from outside. Returns the templates folder (inside `folder`)."""
+    import textual_serve
+
+    source = os.path.join(os.path.dirname(textual_serve.__file__), "templates")
+    out = os.path.join(folder, "templates")
+    os.makedirs(out, exist_ok=True)
+    face = ('<style>@font-face { font-family: "Roboto Mono"; font-style: normal; font-weight: 100 700; '
+            'src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }'
+            '@font-face { font-family: "Roboto Mono"; font-style: italic; font-weight: 100 700; '
+            'src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype"); }'
+            "</style>")
+    for name in os.listdir(source):
+        with open(os.path.join(source, name), encoding="utf-8") as fh:
+            text = fh.read()
+        with open(os.path.join(out, name), "w", encoding="utf-8") as fh:
+            fh.write(_FONT_LINK.sub(face, text))
+    return out
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -116,7 +154,7 @@ async def _serve(args: argparse.Namespace) -> int:
     command = viewer_command()
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     server = Server(command, host=args.host, port=port, title="spectui",
-                    public_url=f"http://{shown_host}:{port}")
+                    public_url=f"http://{shown_host}:{port}", templates_path=local_templates(folder))
     server.console.quiet = True
     app = await server._make_app()  # textual-serve's routes, in our event loop beside the hub
     app.middlewares.append(guard(token))

@@ -206,6 +206,9 @@ class PrometheusClient:
 
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    if "refused" in text.lower():
-        return "connection refused"
+    cause: BaseException | None = exc
+    while cause is not None:  # the async transport words a refusal "All connection attempts failed"
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
     return text or type(exc).__name__

@@ -92,10 +92,12 @@ def test_without_the_token_every_request_is_refused(served) -> None:
         r = httpx.get(base + path, timeout=10)
         assert r.status_code == 403, (path, r.status_code)
         assert token not in r.text
-    r = httpx.get(url, timeout=10)
-    assert r.status_code == 200 and "textual" in r.text.lower()
+    r = httpx.get(url, timeout=10)  # the printed URL: redirected to the page without the token (#26)
+    assert r.status_code == 303 and token not in r.headers["location"]
     assert r.cookies.get("spectui_token") == token  # later requests of this page (scripts, websocket)
     assert "httponly" in r.headers["set-cookie"].lower() and "samesite=strict" in r.headers["set-cookie"].lower()
+    r = httpx.get(base + r.headers["location"], cookies={"spectui_token": token}, timeout=10)
+    assert r.status_code == 200 and "textual" in r.text.lower()
     r = httpx.get(base + "/static/js/textual.js", cookies={"spectui_token": token}, timeout=10)
     assert r.status_code == 200
     r = httpx.get(base + "/ws", cookies={"spectui_token": token}, headers={"Origin": "http://evil.example"},
