@@ -72,7 +72,7 @@ def test_a_log_without_history_gives_its_launch_line_or_its_server_args(lab: Sim
     assert code == 0, err
     assert out["from_known"] and out["command"].endswith("--speculative-algorithm EAGLE3 --speculative-num-steps 3")
     assert "environment not known" in out["known_note"] and "CUDA_VISIBLE_DEVICES" in out["known_note"]
-    assert any("CUDA_VISIBLE_DEVICES=3" in c for c in out["host_commands"])
+    assert not any("CUDA_VISIBLE_DEVICES" in c for c in out["host_commands"])  # env goes on stdin (#26)
 
     log.write_text("[2026-01-01 00:00:00] server_args=ServerArgs(model_path='/m/q', tokenizer_path='/m/q', "
                    "host='0.0.0.0', port=31998, tp_size=2, speculative_algorithm='EAGLE3', "
