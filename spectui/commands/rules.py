@@ -137,6 +137,9 @@ def _describe(node: Any, depth: int = 0) -> list[str]:
                 bits.append(f"{name} {value!r}")
         if node.exc_types:
             bits.append("type " + "|".join(sorted(node.exc_types)))
+        cat = getattr(node, "catalogue", None)
+        if cat is not None:
+            bits.append(f"SGLang's text {' | '.join(map(repr, cat.refs))} ({len(cat.ids)} catalogue messages)")
         for name, word in (("subsystems", "died in"), ("through", "through"), ("outside", "not through")):
             value = getattr(node, name, None)
             if value:
@@ -164,6 +167,7 @@ def _test(rules: list[Any], errors: list[str], as_json: bool) -> int:
     untested = [r.id for r in _order(rules) if not r.examples]
     one_sided = [r.id for r in _order(rules) if r.examples and {e.expect for e in r.examples} != {"fire", "no-fire"}]
     covered = len(rules) - len(untested)
+    refs = _catalogue_refs(rules)
     ok = not failed and not untested and not errors
     if as_json:
         import json
@@ -172,7 +176,7 @@ def _test(rules: list[Any], errors: list[str], as_json: bool) -> int:
             "rules": len(rules), "examples": len(results), "passed": len(results) - len(failed),
             "failed": [{"rule": r.rule, "example": r.index, "expect": r.expect, "detail": r.detail} for r in failed],
             "without_examples": untested, "without_both_kinds": one_sided, "load_errors": errors,
-            "coverage": covered / len(rules) if rules else 0.0, "ok": ok,
+            "coverage": covered / len(rules) if rules else 0.0, "ok": ok, "catalogue": refs,
         }, ensure_ascii=False) + "\n")
         return 0 if ok else 1
     for error in errors:
@@ -183,7 +187,23 @@ def _test(rules: list[Any], errors: list[str], as_json: bool) -> int:
         print(f"FAIL  {rule_id}: no [[examples]]")
     for rule_id in one_sided:
         print(f"note  {rule_id}: examples of one kind only (add a fire and a no-fire example)")
+    if refs["references"]:
+        # Each reference resolved when its rule loaded (else a LOAD line above): SGLang still prints the text.
+        print(f"catalogue: {refs['references']} references in {refs['rules']} rules, each found in SGLang's own "
+              f"messages ({refs['releases']} releases {refs['first']}..{refs['last']})")
     pct = 100 * covered / len(rules) if rules else 0
     print(f"{len(results) - len(failed)}/{len(results)} examples pass; {covered}/{len(rules)} rules have "
           f"examples ({pct:.0f}%); {len(errors)} files did not load")
     return 0 if ok else 1
+
+
+def _catalogue_refs(rules: list[Any]) -> dict[str, Any]:
+    """How many catalogue references the loaded rules make (a rule whose reference is gone did not load)."""
+    from spectui.core.rules.messages import load_catalogue
+
+    refs = [(r.id, ref) for r in rules for c in r.log_clauses if getattr(c, "catalogue", None) is not None
+            for ref in c.catalogue.refs]
+    cat = load_catalogue()
+    return {"references": len(refs), "rules": len({rid for rid, _ in refs}),
+            "releases": len(cat.releases) if cat else 0,
+            "first": cat.releases[0] if cat else None, "last": cat.releases[-1] if cat else None}

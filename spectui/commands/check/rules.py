@@ -53,6 +53,7 @@ def cache_key(extra_dirs: Sequence[Path]) -> str | None:
     lines = [spectui.__version__, sys.version]
     lines += [_stat_line(p) for p in sorted(core.rglob("*.py"))]
     lines += [_stat_line(p) for p in sorted(builtin.glob("*.toml"))]
+    lines.append(_stat_line(Path(spectui.__file__).parent / "data" / "messages" / "sglang-messages.json.gz"))
     for d in extra_dirs:
         d = Path(d).absolute()
         lines.append(f"dir {d} {d.is_dir()}")

@@ -69,6 +69,7 @@ class CLog:
     subsystems: frozenset[str] | None = None
     through: frozenset[str] | None = None
     outside: frozenset[str] | None = None
+    catalogue: Any = None  # messages.CatalogueRef: SGLang's own texts this clause stands for
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,7 @@ def compile_rule(model: RuleModel, path: str = "<memory>") -> Rule:
                 _subsystems(clause.subsystem, f"{field}.subsystem"),
                 _subsystems(clause.through, f"{field}.through"),
                 _subsystems(clause.outside, f"{field}.outside"),
+                _catalogue(clause.catalogue, f"{field}.catalogue"),
             )
             logs.append(c)
             return c
@@ -247,6 +249,17 @@ def _subsystems(ids: list[str] | None, field: str) -> frozenset[str] | None:
     if unknown:
         raise RuleLoadError(field, f"unknown subsystem {unknown[0]!r} (rules/_frames.toml has: {', '.join(sorted(known))})")
     return frozenset(ids)
+
+
+def _catalogue(refs: list[str] | None, field: str) -> Any:
+    if not refs:
+        return None
+    from spectui.core.rules.messages import CatalogueError, compile_refs
+
+    try:
+        return compile_refs(refs)
+    except CatalogueError as exc:
+        raise RuleLoadError(field, str(exc)) from None
 
 
 def _regex(source: str | None, field: str) -> re.Pattern[str] | None:

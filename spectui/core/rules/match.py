@@ -89,6 +89,14 @@ def match_log(clause: CLog, record: Record, text: str) -> dict[str, Any] | None:
         if m is None:
             return None
         captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+    if clause.catalogue is not None:
+        m = clause.catalogue.regex.search(text)
+        if m is None:
+            return None
+        known = clause.catalogue.which(m.group(0))
+        if known is not None:
+            captures.update(message_id=known.id, message_releases=known.release_range,
+                            message_source=f"{known.module}:{known.function}")
     if isinstance(record, Milestone):
         captures["milestone"] = str(record.kind)
     captures.update(line=record.line, text=first_line(record)[:300])

@@ -46,6 +46,9 @@ class LogClause(_Strict):
     subsystem: list[str] | None = None
     through: list[str] | None = None
     outside: list[str] | None = None  # no frame maps to any of these (e.g. an OOM not in weight loading)
+    # SGLang's own texts (spectui/data/messages): message ids or families (a fragment of SGLang's text: every
+    # message containing it); the record's text must match one of them, in any release's wording.
+    catalogue: list[str] | None = None
 
 
 class MetricClause(_Strict):
