@@ -236,8 +236,30 @@ class LogParser:
                 pending.add(n, msg)
                 self.counts[RecordKind.OTHER] += 1
                 return
+            if (p.prefixed and pending.exc_type is None and not pending.held and p.ctx.tags != pending.ctx.tags
+                    and " batch" not in msg and not msg.endswith(_ACCESS_OK)):
+                self._other_rank_inside(pending, n, p, msg, colored, out)
+                return
             self._close_pending(out)
         self._classify(n, p.ctx, msg, p.prefixed, p.level, colored, out, p.indent)
+
+    def _other_rank_inside(self, pending: PendingEvent, n: int, p: Any, msg: str, colored: bool,
+                           out: list[Record]) -> None:
+        """Another rank's line in the middle of a traceback whose exception line has not come yet (ranks
+        write to one stream): an ordinary line is its own record and the traceback goes on after it; one
+        that opens an error of its own ends the traceback first. Decode/prefill/access lines always end it
+        (the bulk reader counts those without reading them)."""
+        mine: list[Record] = []
+        self._pending = None
+        self._classify(n, p.ctx, msg, True, p.level, colored, mine, p.indent)
+        if self._pending is None and not any(isinstance(r, ErrorEvent) for r in mine):
+            self._pending = pending
+            out.extend(mine)
+            return
+        opened, self._pending = self._pending, pending
+        self._close_pending(out)
+        self._pending = opened
+        out.extend(mine)
 
     def _starts_something(self, msg: str, colored: bool) -> bool:
         """An un-prefixed line that is its own record even inside a traceback."""
@@ -304,6 +326,8 @@ class LogParser:
                     if pend.exc_msg:
                         self._emit(pend.close(), RecordKind.ERROR, out)
                         return
+            if first in (" ", "\t"):
+                msg = msg.lstrip()  # a paste indented as a whole: its lines are read from their first word
         if ": error: " in msg:
             m = _ARGPARSE_RE.match(msg)
             if m is not None:

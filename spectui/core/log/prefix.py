@@ -125,6 +125,8 @@ def split_prefix(line: str) -> Prefixed:
             inner = split_prefix(body)
             if inner.prefixed:
                 return Prefixed(inner.ctx, inner.msg, True, inner.level, inner.style, len(line) - len(body))
+            if inner.msg is not body:  # a collector's wrapper after the indentation, then an un-prefixed line
+                return inner
     if first == "[":
         m = _SGLANG_RE.match(line)
         if m is not None:
