@@ -21,6 +21,7 @@ from spectui.bundle.report_input import (
     report_input_from_bundle,
     report_input_from_check,
 )
+from spectui.core.text import json_text, terminal_safe
 from spectui.errors import UsageError
 
 # The variables an issue's reader needs: what SGLang, PyTorch, CUDA/NCCL, the HF stack and torch.distributed
@@ -73,6 +74,12 @@ def _excerpt(inp: ReportInput, radius: int, width: int) -> dict[str, Any] | None
         a, b = max(0, len(lines) - 2 * radius), len(lines)
     text = "\n".join(_clip(line, width) for line in lines[a:b])
     return {"first_line": inp.line_number(a), "last_line": inp.line_number(b - 1), "text": text}
+
+
+def _plain(text: str) -> str:
+    """Markdown for a terminal or an issue: every line through core.text's cleaner (log text is data:
+    escape sequences and controls from a log never reach the reader's terminal)."""
+    return "\n".join(terminal_safe(line, None) for line in text.split("\n"))
 
 
 def _clip(line: str, width: int) -> str:
@@ -308,12 +315,12 @@ def render_report(source: Bundle | ReportInput | Mapping[str, Any] | str | os.Pa
         obj = {"sglang_version": inp.sglang_version, "launch": inp.launch, "requested": inp.requested,
                "effective": inp.effective, "differences": differences(inp), "diagnoses": inp.diagnoses,
                "decode": inp.decode, "first_error": fe, "excerpt": _excerpt(inp, lim.excerpt_radius, lim.width)}
-        return json.dumps(masker.scrub_json(obj), indent=2, ensure_ascii=False, default=str) + "\n"
+        return json_text(masker.scrub_json(obj), indent=2, default=str) + "\n"  # no raw escape or C1 reaches a pipe
     if format != "md":
         raise UsageError(f"unknown report format {format!r}: use md or json")
     text = ""
     for lim in _LEVELS:
-        text = masker.scrub_text(_markdown(inp, lim))
+        text = _plain(masker.scrub_text(_markdown(inp, lim)))
         if len(text.encode()) <= cap:
             return text
     return _fit(text, cap)

@@ -89,3 +89,23 @@ def test_fleet_error_from_a_hostile_prometheus_is_one_clean_line() -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and not forbidden_in(out.stderr.strip())
     assert "[/x]" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_md_and_json_of_a_hostile_log_carry_no_raw_control(tmp_path) -> None:
+    from spectui.bundle import BundleParts, write_bundle
+
+    lines = ["[2025-06-01 10:00:00] server_args=ServerArgs(model_path='/m')", *HOSTILE_LINES[:-1],
+             "Traceback (most recent call last):", '  File "/x.py", line 1, in f', "RuntimeError: \x1b]0;t\x07boom"]
+    log = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    path = tmp_path / "h.spectui.tar.gz"
+    write_bundle(path, BundleParts(target="local", log=log, created=1748772100.0))
+    md = subprocess.run([sys.executable, "-m", "spectui", "report", str(path)], capture_output=True, text=True,
+                        timeout=60, errors="surrogateescape")
+    js = subprocess.run([sys.executable, "-m", "spectui", "report", str(path), "--format", "json"],
+                        capture_output=True, text=True, timeout=60, errors="surrogateescape")
+    assert md.returncode == 0 and js.returncode == 0, md.stderr + js.stderr
+    assert not forbidden_in(md.stdout.replace("\n", "")), forbidden_in(md.stdout)
+    assert "[/x]" in md.stdout and "pwned title" not in md.stdout
+    assert not forbidden_in(js.stdout.replace("\n", "")), forbidden_in(js.stdout)
+    excerpt = json.loads(js.stdout)["excerpt"]["text"]
+    assert "\x1b]52;c;" in excerpt  # JSON keeps the data, escaped
