@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_relaunch_sim import start_demo_session, stop_relaunched, wait_for
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from spectui.sources.liveness import LivenessConfig
 from spectui.ui.app import SpectuiApp
@@ -43,6 +43,9 @@ async def test_r_starts_a_crashed_demo_again_and_the_header_follows_it(tmp_path,
             await pilot.press("r")
             screen = app.screen
             assert isinstance(screen, RelaunchScreen)
+            note = str(screen.query_one("#gone-note", Static).render())
+            assert f"pid {first} is gone: Relaunch starts its last known command again" in note
+            assert "environment not known exactly" in note  # the demo's: this login's + its knob variables
             screen.query_one("#f-speculative_num_steps", Input).value = "3"  # the flag the crash asked for
             await pilot.pause()
             assert screen.evaluation.launchable
@@ -98,6 +101,7 @@ async def test_over_ssh_a_killed_server_is_started_again_with_its_own_environmen
             await pilot.press("r")
             screen = app.screen
             assert isinstance(screen, RelaunchScreen)
+            assert "with the environment read while it ran" in str(screen.query_one("#gone-note", Static).render())
             await pilot.press("ctrl+s", "ctrl+s")
             await wait_for(lambda: not screen.running and (screen.result is not None or screen.error is not None),
                            pilot, timeout=90)

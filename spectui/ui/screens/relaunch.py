@@ -130,6 +130,12 @@ class RelaunchScreen(ModalScreen[None]):
             if self.original is None:
                 yield Static(Text("the running server's launch command is not known (no server found on "
                                   "the host): relaunch is disabled", style="bold yellow"))
+            elif getattr(getattr(getattr(self.app, "dashboard", None), "health", None), "state", "") == "gone":
+                exact = getattr(self.session.server, "pid", None) == self.session.pid
+                yield Static(Text(f"pid {self.session.pid} is gone: Relaunch starts its last known command again "
+                                  "(nothing to stop), " + ("with the environment read while it ran" if exact else
+                                  "its environment not known exactly: this login's, with the launch's own "
+                                  "variables"), style="bold yellow"), id="gone-note")
             if self.diagnosis is not None:
                 yield Static(Text(f"pre-filled with the fix for {self.diagnosis.rule}: {self.diagnosis.title}",
                                   style="green"))
