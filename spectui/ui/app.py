@@ -31,6 +31,9 @@ class SpectuiApp(App[int]):
         Binding("w", "sweep_plan", "Plan"),  # read-only: the sweep's plan, nothing launched
         Binding("i", "draft", "Draft"),
         Binding("x", "record", "Record"),
+        # A key whose action this session forbids is out of the footer; pressed, it says why (check_action).
+        *(Binding(key, f"off('{action}')", show=False)
+          for key, action in (("r", "relaunch"), ("b", "bench"), ("w", "sweep"), ("x", "record"))),
     ]
 
     def __init__(
@@ -78,6 +81,11 @@ class SpectuiApp(App[int]):
         from spectui.ui.screens.help import HelpScreen
 
         self.push_screen(HelpScreen(self.off_actions()))
+
+    def action_off(self, action: str) -> None:
+        reason = self.off_actions().get(action)
+        if reason:
+            self.notify(f"{action} is off in this session: {reason}", severity="warning", markup=False)
 
     def action_relaunch_preview(self) -> None:
         self.action_relaunch()

@@ -88,6 +88,11 @@ async def test_a_replay_says_it_is_one_and_hides_what_needs_a_server(seed_lines)
         await pilot.pause()
         said = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert "a replay of a recording" in said and "--read-only" not in said
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("b")  # hidden, and pressed anyway: it says why instead of doing nothing
+        await pilot.pause()
+        assert any("bench is off in this session: no live server" in str(n.message) for n in app._notifications)
 
 
 NAMES = {"f1": "F1", "slash": "/", "backslash": "\\", "question_mark": "?", "colon": ":", "home": "Home", "end": "End"}
