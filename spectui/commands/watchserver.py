@@ -74,7 +74,7 @@ class ServerFollow:
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         proc, from_start = self.proc, self.from_start
         while True:
-            engine = make_engine(proc.argv, baseline_tps=self.baseline_tps)
+            engine = self._engine = make_engine(proc.argv, baseline_tps=self.baseline_tps)
             if self.draft is not None:
                 engine.set_draft(await self.draft(proc))
             act = LogActivity()
@@ -124,6 +124,15 @@ class ServerFollow:
             with contextlib.suppress(Exception):
                 await events.aclose()  # type: ignore[attr-defined]
 
+    async def _judge_gone(self, queue: asyncio.Queue[Any]) -> None:
+        """The process is gone: the rules hear it (CRASH008: no shutdown line, no traceback = SIGKILL)."""
+        engine = getattr(self, "_engine", None)
+        if engine is None or not hasattr(engine, "set_process_gone"):
+            return
+        engine.set_process_gone()
+        for d in engine.feed(()):  # what that raised (and anything raised but not yet reported)
+            await queue.put({"type": "diagnosis", **d.to_json()})
+
     async def _health_side(self, queue: asyncio.Queue[Any], started: asyncio.Event, proc: ServerProcess,
                            act: LogActivity) -> None:
         from spectui.sources.liveness import GONE, LivenessMonitor
@@ -142,6 +151,7 @@ class ServerFollow:
                 gone = verdict is not None and verdict.state == GONE
             if not gone:
                 return
+            await self._judge_gone(queue)
             from spectui.sources.liveness import await_successor
 
             succ = await await_successor(self.host, proc, old_log=lambda: log, exclude=set(self.followed))
