@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -106,8 +107,8 @@ class PrometheusClient:
 
     Every answer is read within `max_bytes` (core.limits.HTTP_PROMETHEUS_BYTES) and a total deadline
     (`deadline`, default twice the per-read `timeout`): a huge answer or one trickled a byte at a time is
-    refused with one line, never a MemoryError or a hang. Each request runs on an event loop of its own
-    (call from a thread without one: the CLI, or the cockpit's worker thread)."""
+    refused with one line, never a MemoryError or a hang. Requests run on the client's own event loop
+    (call from a thread without a running one: the CLI, or the cockpit's worker thread); close() ends it."""
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: Any = None,
                  deadline: float | None = None, max_bytes: int = lim.HTTP_PROMETHEUS_BYTES) -> None:
@@ -115,9 +116,17 @@ class PrometheusClient:
         self.url = masked_url(real)
         self._real, self._timeout, self._transport, self._max = real, timeout, transport, max_bytes
         self.deadline = deadline if deadline is not None else 2 * timeout
+        self._loop: asyncio.AbstractEventLoop | None = None  # its own, reused: one connection pool
+        self._http: httpx.AsyncClient | None = None
+        self._lock = threading.Lock()  # one request at a time, from whichever thread asks
 
     def close(self) -> None:
-        pass  # a client per request: nothing stays open
+        with self._lock:
+            if self._loop is not None:
+                if self._http is not None:
+                    self._loop.run_until_complete(self._http.aclose())
+                self._loop.close()
+            self._loop, self._http = None, None
 
     def __enter__(self) -> PrometheusClient:
         return self
@@ -126,10 +135,10 @@ class PrometheusClient:
         self.close()
 
     async def _fetch(self, path: str, params: dict[str, str] | None) -> tuple[int, bytes]:
-        async with asyncio.timeout(self.deadline), \
-                httpx.AsyncClient(base_url=self._real, timeout=self._timeout, transport=self._transport,
-                                  headers={"Accept": "application/json"}) as http, \
-                http.stream("GET", path, params=params) as response:
+        if self._http is None:
+            self._http = httpx.AsyncClient(base_url=self._real, timeout=self._timeout, transport=self._transport,
+                                           headers={"Accept": "application/json"})
+        async with asyncio.timeout(self.deadline), self._http.stream("GET", path, params=params) as response:
             body = bytearray()
             async for chunk in response.aiter_bytes():  # decoded: a gzip bomb counts at its inflated size
                 body += chunk
@@ -137,9 +146,15 @@ class PrometheusClient:
                     raise _TooLarge
             return response.status_code, bytes(body)
 
+    def _run(self, path: str, params: dict[str, str] | None) -> tuple[int, bytes]:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(self._fetch(path, params))
+
     def _get(self, path: str, params: dict[str, str] | None = None) -> Any:
         try:
-            status, raw = asyncio.run(self._fetch(path, params))
+            status, raw = self._run(path, params)
         except httpx.ConnectError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {_reason(exc)}; "
                                   "is it running, and is --prometheus right?") from None
