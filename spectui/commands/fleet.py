@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="decode tok/s of each server without speculation (slower-than-baseline diagnosis)")
     parser.add_argument("--baseline", action="append", default=[], metavar="INSTANCE=TPS",
                         help="the baseline of one instance (host:port, or job/host:port); repeatable")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="S", help="HTTP timeout per query (10)")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="HTTP read timeout per query (10); each whole answer within twice that, 64 MiB at most")
 
 
 def _fail(message: str, code: int) -> int:
