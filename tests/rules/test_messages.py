@@ -189,3 +189,21 @@ def test_rules_test_reports_the_catalogue_check() -> None:
     data = json.loads(out.stdout)
     assert data["ok"], data["failed"][:3]
     assert data["catalogue"]["references"] >= 3 and data["catalogue"]["releases"] >= 6
+
+
+def test_a_diagnosis_names_the_sglang_message_and_its_releases() -> None:
+    from spectui.core.log import Pipeline
+    from spectui.core.rules import RuleEngine
+
+    engine = RuleEngine(RULES)
+    pipe = Pipeline(engine=engine)
+    pipe.feed_lines(["[2025-12-03 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+                     '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 1400, in init_memory_pool',
+                     "    raise RuntimeError(",
+                     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+                     "self.server_args.mem_fraction_static=0.7"])
+    pipe.finish()
+    top = engine.diagnoses[0]
+    assert top.rule == "MEM001"
+    (line,) = [e for e in top.evidence if e.startswith("SGLang's own message: ")]
+    assert re.search(r"sglang/srt/\S+\.py:\S+, printed by 0\.4\.6\.\.0\.5\.\d+", line), line

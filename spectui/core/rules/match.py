@@ -95,8 +95,7 @@ def match_log(clause: CLog, record: Record, text: str) -> dict[str, Any] | None:
             return None
         known = clause.catalogue.which(m.group(0))
         if known is not None:
-            captures.update(message_id=known.id, message_releases=known.release_range,
-                            message_source=f"{known.module}:{known.function}")
+            captures.update(message_id=known[0], message_releases=known[1], message_source=known[2])
     if isinstance(record, Milestone):
         captures["milestone"] = str(record.kind)
     captures.update(line=record.line, text=first_line(record)[:300])
@@ -244,7 +243,7 @@ def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: A
     cost = adv.cost
     if cost.source in ("baseline", "measured") and cost.intercept > 0:
         out["implied_cost"] = cost.slope / cost.intercept
-    best = max(adv.predicted, key=lambda p: (cost.speed(p.steps, p.accept_len), -p.steps))
+    best = adv.row(adv.best_steps)  # the advisor's fastest depth (shallowest of a flat optimum)
     out.update(best_steps=best.steps,
                best_speedup=cost.speed(best.steps, best.accept_len) / cost.speed(0, 1.0),
                advice_steps=adv.recommend.steps,  # the advisor's one recommendation (0 = off): rules' fixes

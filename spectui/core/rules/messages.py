@@ -115,21 +115,22 @@ def load_catalogue() -> Catalogue | None:
 
 @dataclass(frozen=True, slots=True)
 class CatalogueRef:
-    """A log clause's compiled `catalogue` references: one regex over every message they name."""
+    """A log clause's compiled `catalogue` references: one regex over every message they name, and per message
+    (id, head pattern, release range, "module:function") so a match names its message without the catalogue."""
 
     refs: tuple[str, ...]
-    ids: tuple[str, ...]
+    entries: tuple[tuple[str, str, str, str], ...]
     regex: re.Pattern[str]
 
-    def which(self, text: str) -> Message | None:
-        cat = load_catalogue()
-        if cat is None:
-            return None
-        by_id = {m.id: m for m in cat.messages if m.id in self.ids}
-        for mid in self.ids:
-            m = by_id.get(mid)
-            if m is not None and re.search(head_pattern(m.text), text):
-                return m
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(e[0] for e in self.entries)
+
+    def which(self, text: str) -> tuple[str, str, str] | None:
+        """(id, release range, source) of the first referenced message `text` matches."""
+        for mid, head, releases, source in self.entries:
+            if re.search(head, text):
+                return mid, releases, source
         return None
 
 
@@ -150,6 +151,6 @@ def compile_refs(refs: list[str]) -> CatalogueRef:
         if len(hits) > MAX_FAMILY:
             raise CatalogueError(f"{ref!r} matches {len(hits)} messages: too vague (at most {MAX_FAMILY})")
         found += [m for m in hits if m not in found]
-    heads = list(dict.fromkeys(head_pattern(m.text) for m in found))
-    alternation = "|".join(f"(?:{h})" for h in heads)
-    return CatalogueRef(tuple(refs), tuple(m.id for m in found), re.compile(alternation))
+    entries = tuple((m.id, head_pattern(m.text), m.release_range, f"{m.module}:{m.function}") for m in found)
+    heads = list(dict.fromkeys(e[1] for e in entries))
+    return CatalogueRef(tuple(refs), entries, re.compile("|".join(f"(?:{h})" for h in heads)))
