@@ -124,7 +124,9 @@ async def prepare(
     while await host.stat(plan.log_path) is not None:
         taken.append(plan.log_path)
         plan = build_plan(server, edits, taken_logs=taken, **kw)
-    return plan
+    from spectui.ops.hostjudge import judge_on_host
+
+    return await judge_on_host(host, server, plan, version)
 
 
 async def _server_version(host: Any, server: Any) -> str | None:
@@ -156,6 +158,9 @@ async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_
         taken.append(plan.log_path)
         plan = build_plan(server, edits, taken_logs=taken, **kw)
     note = "; ".join(x for x in (f"known from {known.source}" if known.source else "", known.env_note) if x)
+    from spectui.ops.hostjudge import judge_on_host
+
+    plan = await judge_on_host(host, server, plan, server_version)
     return dataclasses.replace(plan, from_known=True, known_note=note)
 
 

@@ -44,6 +44,22 @@ def missing() -> str | None:
     return None
 
 
+AMX_SHIM = Path(__file__).parent / "amxshim"
+
+
+def server_env() -> dict[str, str]:
+    """The environment a test starts the kit's server with: this one, plus the AMX shim (amxshim/) on a CPU
+    without AMX tiles, where SGLang would fall back to an attention backend that cannot run speculation."""
+    env = dict(os.environ)
+    try:
+        has_amx = "amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        has_amx = False
+    if not has_amx:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(AMX_SHIM), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def python() -> str:
     return str(prefix() / "venv" / "bin" / "python")
 
@@ -137,7 +153,7 @@ class RealServer:
         out = subprocess.run(
             ["sh", "-c", 'cd "$1" && log=$2 && shift 2 && setsid nohup "$@" > "$log" 2>&1 < /dev/null & echo $!',
              "sh", str(self.root), self.log_name, "bash", str(serve), "--port", str(self.port), *self.flags],
-            capture_output=True, text=True, check=True)
+            capture_output=True, text=True, check=True, env=server_env())
         self.pid = int(out.stdout.strip())
         self.pgids.add(self.pid)
         return self.pid

@@ -15,6 +15,8 @@ import ast
 import re
 from collections.abc import Mapping
 
+from spectui.core.secrets import secret_name
+
 _MAX_REPR = 2_000_000  # a real server_args line is ~10 kB; refuse pathological ones
 _KW_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*=")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -68,7 +70,18 @@ def _value(raw: str) -> object:
 
 
 def parse_server_args(text: str) -> dict[str, object] | None:
-    """`text` is what follows `server_args=`. Returns None when it is neither form."""
+    """`text` is what follows `server_args=`. Returns None when it is neither form. A secret field's value
+    (`api_key='sk-…'`, `ssl_keyfile_password`, … as releases up to 0.5.18 log them in clear) is "***":
+    nothing downstream (check, the cockpit, bundles, reports) ever holds it."""
+    out = _parse_server_args(text)
+    if out is not None:
+        for key, value in out.items():
+            if isinstance(value, str) and value and secret_name(key):
+                out[key] = "***"
+    return out
+
+
+def _parse_server_args(text: str) -> dict[str, object] | None:
     text = text.strip()[:_MAX_REPR]
     if text.startswith("ServerArgs("):
         body = text[len("ServerArgs(") :]
