@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectui flags: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        import json
+        from spectui.core.text import json_text  # values from a host are data: escaped, never raw
 
-        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(report.to_json()) + "\n")
     else:
         sys.stdout.write(render_human(report))
     # The exit code follows the verdict: 1 when SGLang fails (argparse, resolution, or start-up as predicted),

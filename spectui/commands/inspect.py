@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectui inspect: {exc}", file=sys.stderr)
         return exc.exit_code
     if args.json:
-        import json
+        from spectui.core.text import json_text  # names from a checkpoint are data: escaped, never raw
 
-        print(json.dumps(to_json(done), ensure_ascii=False))
+        print(json_text(to_json(done)))
     else:
         render(done)
     return int(done.inspection.exit_code)

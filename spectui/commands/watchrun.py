@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from spectui.core.log import Pipeline
-from spectui.core.text import terminal_safe
+from spectui.core.text import json_text, terminal_safe
 from spectui.errors import AuthError, ConnectError, DiscoveryError, HostKeyError
 from spectui.sources.base import ConnState, TailLines
 from spectui.sources.follow import EventBuilder, follow, make_engine
@@ -34,7 +33,7 @@ class Printer:
             raise BrokenPipeError  # the reader went away (`watch … | head`): end like grep does
         if ev.get("type") == "diagnosis" and ev.get("severity") == "error":
             self.errors += 1
-        text = json.dumps(ev, ensure_ascii=False) if self.jsonl else human(ev)
+        text = json_text(ev) if self.jsonl else human(ev)  # log text is data: no raw escape/C1 in a line
         if text is None:
             return
         self.out.write(text + "\n")

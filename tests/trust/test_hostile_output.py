@@ -109,3 +109,18 @@ def test_report_md_and_json_of_a_hostile_log_carry_no_raw_control(tmp_path) -> N
     assert not forbidden_in(js.stdout.replace("\n", "")), forbidden_in(js.stdout)
     excerpt = json.loads(js.stdout)["excerpt"]["text"]
     assert "\x1b]52;c;" in excerpt  # JSON keeps the data, escaped
+
+
+def test_check_json_of_a_hostile_log_carries_no_raw_control(tmp_path) -> None:
+    log = tmp_path / "server.log"
+    # The parser strips escape sequences; C1 controls and bidi marks in values and messages remain data.
+    lines = ["[2025-06-01 10:00:00] server_args=ServerArgs(model_path='/m\u202egnp\x85x', speculative_algorithm='EAGLE3')",
+             *(f"[2025-06-01 10:00:01] WARNING {line}" for line in HOSTILE_LINES),
+             "Traceback (most recent call last):", '  File "/x\u202e.py", line 1, in f',
+             "RuntimeError: \x9b2J\x1b]0;t\x07boom\x85 \u2066x\u2069"]
+    log.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+    out = subprocess.run([sys.executable, "-m", "spectui", "check", str(log), "--json"], capture_output=True,
+                         text=True, timeout=60, errors="surrogateescape")
+    assert out.returncode in (0, 1), out.stderr
+    assert not forbidden_in(out.stdout.strip()), forbidden_in(out.stdout)
+    assert forbidden_in(json.dumps(json.loads(out.stdout), ensure_ascii=False))  # they are there, escaped

@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if bundle is not None:
         result = remap_lines(result, bundle)  # line numbers of the original log, not of the bundle's cut
     if args.json:
-        import json
+        from spectui.core.text import json_text  # log text is data: no raw escape/C1 reaches the pipe
 
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(result.to_json()) + "\n")
     else:
         from spectui.commands.check.view import render
 
