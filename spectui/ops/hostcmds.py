@@ -1,9 +1,11 @@
 """The exact commands relaunch runs on a host, as argv lists, and parsers for what they print.
 
 Nothing here does I/O: `procs.py` runs these through `Host.run`. Every shell script below is a fixed
-string; values (pids, paths, the server's argv and environment) reach it only as positional parameters
-("$1", "$@"), so no user- or log-controlled text is ever interpreted as shell code. The SSH host quotes
-the whole argv with shlex.join; the local host execs it without a shell.
+string; values (pids, paths, the server's argv) reach it only as positional parameters ("$1", "$@"),
+so no user- or log-controlled text is ever interpreted as shell code. The server's environment is the
+exception to the command line: it goes on standard input (env_input, each value shlex-quoted as data),
+because every user of a host can read every command line in /proc. The SSH host quotes the whole argv
+with shlex.join; the local host execs it without a shell.
 """
 
 from __future__ import annotations
