@@ -89,6 +89,8 @@ def owned() -> Iterator[tuple[pwd.struct_passwd, Path, int, int]]:
     python = "/usr/bin/python3"
     if not os.access(python, os.X_OK):
         pytest.skip("no system python3 that another user can run")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not available: the server cannot be started as the other user")
     root = Path(tempfile.mkdtemp(prefix="spectui-owner-"))
     (root / "stub" / "sglang").mkdir(parents=True)
     (root / "stub" / "sglang" / "__init__.py").write_text("")
