@@ -162,3 +162,5 @@ class ServerFollow:
                 await queue.put(_Switch(succ))
                 return
             proc = succ  # same log: the follow stays where it is, the probes move to the new pid
+            if getattr(self, "_engine", None) is not None:
+                self._engine.set_process_gone(False)  # a successor runs: no longer "killed"
