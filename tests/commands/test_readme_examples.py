@@ -94,7 +94,7 @@ NEEDS_ELSEWHERE: dict[str, str] = {
         "a server on port 30000",
     "sweep root@gpu1 --grid speculative-num-steps=1,3,5,7 --grid speculative-eagle-topk=1 "
     "--grid speculative-num-draft-tokens=2,4,6,8 --requests 32 --concurrency 4 --dry-run": "an SSH host",
-    "sweep local --grid speculative-num-steps=2,4 --grid env:SPECTUI_SIM_FAULT=-,oom-at-capture --json":
+    "sweep local --grid speculative-num-steps=2,4 --grid env:SPECTUI_SIM_FAULT=-,oom-at-capture --yes --json":
         "a local server to relaunch",
     "sweep local --resume '~/.local/state/spectui/sweeps/….jsonl'": "a sweep's journal",
     "advise root@gpu1 --json": "an SSH host",
