@@ -225,8 +225,11 @@ def build_command(original: Any, draft: Draft) -> Any:
     return cmd
 
 
-def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
-    """Diff against the running command and what SGLang `version` would do with the edited one."""
+def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: Any = None,
+             host_pending: bool = False) -> Evaluation:
+    """Diff against the running command and what SGLang `version` would do with the edited one.
+    `host_judged`: the host's own SGLang's Resolution of the edited command (a source build: ops.hostjudge),
+    which replaces the replayed release rules; `host_pending`: it is being asked (no verdict yet)."""
     from spectui.core.launch import diff, pick_version, resolve
     from spectui.core.secrets import display_argv
     from spectui.ops.plan import resolvable_args
@@ -252,6 +255,17 @@ def evaluate(original: Any, draft: Draft, version: str | None) -> Evaluation:
     ver, note = pick_version(version)
     res = resolve(list(resolvable_args(cmd)), ver, env=dict(cmd.env))
     t.append("verdict ", "bold underline")
+    if host_pending:  # a source build: its own SGLang judges, and has not answered yet
+        t.append(f" (SGLang {version}: a source build, judged by the host's own SGLang)\n", "dim")
+        t.append("  … asking the host's own SGLang what it makes of this command\n", "bold")
+        t.append("command  ", "bold")
+        t.append(display_argv(cmd.argv) + "\n", "dim")
+        return Evaluation(t, False, cmd, changes, None)
+    if isinstance(host_judged, str):  # the host could not say: the replayed rules, and why
+        note = f"{note + '; ' if note else ''}the host's own SGLang could not resolve ({host_judged})"
+    elif host_judged is not None:
+        res = host_judged
+        ver, note = str(version), res.catalogue.why if res.catalogue else "judged by the host's own SGLang"
     t.append(f" (SGLang {ver}{'; ' + note if note else ''})\n", "dim")
     if res.verdict == "overridden":  # never "ok": SGLang starts with other values than the ones asked
         t.append("  ⚠ overridden: SGLang would start, but not with what you asked\n", "bold yellow")

@@ -28,7 +28,7 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical, Vertic
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, evaluate, split_command
+from spectui.ui.relaunch_model import SPEC_FIELDS, Draft, build_command, evaluate, split_command
 from spectui.ui.widgets.prediction import Prediction
 
 REACHED_SAMPLES = 10  # decode lines of the new launch: its first window, recorded in the history
@@ -197,7 +197,9 @@ class RelaunchScreen(ModalScreen[None]):
 
     def _update(self) -> None:
         self.draft = self._current_draft()
-        self.evaluation = evaluate(self.original, self.draft, self.version)
+        judged, pending = self._host_verdict()
+        self.evaluation = evaluate(self.original, self.draft, self.version, host_judged=judged,
+                                   host_pending=pending)
         self.query_one("#verdict", Static).update(self.evaluation.text)
         self.query_one("#prediction", Prediction).show_for(self.original, self.version, self.evaluation,
                                                            self.cockpit)
@@ -207,6 +209,48 @@ class RelaunchScreen(ModalScreen[None]):
                      "Confirm: stop and relaunch") if self.armed else "Relaunch")
         blocked = self.session.read_only or self.original is None or self.running
         go.disabled = blocked or not self.evaluation.launchable
+
+    def _host_verdict(self) -> tuple[Any, bool]:
+        """(the host's own verdict on the draft, still asking?) for a source build (`0.5.16.dev0+g…`) of a
+        live server; (None, False) otherwise. The first ask for a draft starts a worker (debounced: the
+        latest draft wins) whose answer, a Resolution or the reason the host could not say, re-renders."""
+        from spectui.core.launch.hostresolve import is_source_build
+
+        server = getattr(self.session, "server", None)
+        if self.original is None or server is None or not is_source_build(self.version):
+            return None, False
+        try:
+            cmd = build_command(self.original, self.draft)
+        except ValueError:
+            return None, False
+        from spectui.ops.plan import resolvable_args
+
+        key = (tuple(resolvable_args(cmd)), tuple(sorted(cmd.env)))
+        cache = self.__dict__.setdefault("_host_verdicts", {})
+        if key in cache:
+            return cache[key], False
+        self.run_worker(self._ask_host(key, cmd), group="host-verdict", exclusive=True)
+        return None, True
+
+    async def _ask_host(self, key: Any, cmd: Any) -> None:
+        import asyncio
+
+        from spectui.core.launch import pick_version, resolve
+        from spectui.core.launch.hostresolve import HostResolveError, judge
+        from spectui.ops.plan import resolvable_args
+        from spectui.sources.hostresolve_run import host_resolution
+
+        await asyncio.sleep(0.4)  # typing: only the draft that stays is asked
+        args = list(resolvable_args(cmd))
+        base = resolve(args, pick_version(self.version)[0], env=dict(cmd.env))
+        try:
+            dump = await host_resolution(self.session.host, self.session.server, args)
+            answer: Any = judge(base, dump, device=str(base.requested.get("device") or "cuda"))
+        except HostResolveError as exc:
+            answer = str(exc)
+        self.__dict__.setdefault("_host_verdicts", {})[key] = answer
+        if self.is_mounted:
+            self._update()
 
     # ---- confirm -----------------------------------------------------------------------------------
 
