@@ -214,7 +214,8 @@ def _spans(text: str) -> Iterator[Found]:
     for literal in ("earer", "asic", "EARER", "ASIC"):
         for m in _at(text, literal, _HEADER, -1):
             if _word_start(text, m.start()):
-                yield Found(f"{m.group(1).lower()}-credentials", m.start(2), m.end(2))
+                kind = "bearer-token" if m.group(1).lower() == "bearer" else "basic-credentials"  # bundle names
+                yield Found(kind, m.start(2), m.end(2))
     for kind, literal, rx in _OWN_SHAPES:
         for m in rx.finditer(text) if literal in text else ():
             if _word_start(text, m.start()):
