@@ -102,7 +102,9 @@ def test_seed_000_override_from_the_launch_alone(tmp_path: Path) -> None:
     log = "\n".join(line for line in OVERRIDE_LOG.splitlines() if "adjusted" not in line) + "\n"
     _, data, _ = check(tmp_path, log, "--launch", SEED_LAUNCH + " --speculative-num-steps 1")
     top = data["diagnoses"][0]
-    assert top["category"] == "silent-override" and top["fix"]["set"] == {"--speculative-num-steps": "15"}
+    # the advisor's depth (#23, as above: accept len 1.60, no baseline -> steps 2, draft tokens 3)
+    assert top["category"] == "silent-override"
+    assert top["fix"]["set"] == {"--speculative-num-steps": "2", "--speculative-num-draft-tokens": "3"}
 
 
 def test_seed_000_override_from_the_warning_line_alone(tmp_path: Path) -> None:

@@ -121,6 +121,10 @@ class RuleEngine:
                     if name == clause.record:
                         self._index.setdefault(rtype, defaultdict(list))[clause.contains].append((rule, clause))
         self._metric_rules = [r for r in self._rules if r.metric_clauses]
+        # Rules whose fix alternatives are chosen by a `when` (SPEC003: the advisor's depth once decode lines
+        # exist): a raised one is judged again with every new window, so its fix follows the measurements.
+        self._window_fix_rules = [r for r in self._rules if not r.metric_clauses and any(f.when is not None
+                                                                                       for f in r.fixes)]
         self._config_rules = [r for r in self._rules if r.has_config]
         maxlen = max([c.window + c.warmup for r in self._metric_rules for c in r.metric_clauses] + [64])
         self._window = DecodeWindow(maxlen)
@@ -209,6 +213,7 @@ class RuleEngine:
         todo = {r.id: r for r in self._rules if r.id in touched}
         if decode_seen:
             todo.update((r.id, r) for r in self._metric_rules)
+            todo.update((r.id, r) for r in self._window_fix_rules if r.id in self._current)
         if self._config_dirty:
             todo.update((r.id, r) for r in self._config_rules)
             self._config_dirty = False

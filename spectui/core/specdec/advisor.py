@@ -38,6 +38,7 @@ __all__ = [
 
 PRIOR_DRAFT_COST = 0.10  # one draft forward, in target decode steps (SPECDEC §1.4)
 PRIOR_VERIFY_TOKEN_COST = 0.055  # one extra verify token per request, in target weight-read steps
+TIE = 0.02  # depths within 2 % of the fastest count as equally fast (far inside the speed intervals)
 
 
 def prior_step_cost(batch: int | None) -> float:
@@ -188,6 +189,7 @@ class Advice:
     cost: CostModel
     speedup: float  # best option's speed / no-spec speed under `cost` (1.0 when off)
     baseline_source: str = "modelled"  # measured | given | modelled: where the no-spec speed comes from
+    best_steps: int = 0  # the fastest depth (within TIE), also when `recommend` is off
     measurement_wins: tuple[str, ...] = ()  # where a measured speedup and the model's disagree
 
     def row(self, steps: int) -> Prediction:
@@ -288,7 +290,10 @@ def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float
                  f"[{p.speedup_low:.2f}-{p.speedup_high:.2f}]: the measurement wins"
                  for p in rows if p.measured_speedup is not None and p.speedup is not None
                  and abs(p.measured_speedup - p.speedup) > max(0.03, (p.speedup_high or 0) - (p.speedup_low or 0)))
-    best = max(rows, key=lambda p: (p.best_speedup or 0.0, -p.steps))
+    # The shallowest depth within TIE of the fastest: a flat optimum is no reason to go deeper, and two
+    # windows of the same server then name the same depth (the rules' and `advise`'s answers agree).
+    top = max(p.best_speedup or 0.0 for p in rows)
+    best = min((p for p in rows if (p.best_speedup or 0.0) >= top * (1.0 - TIE)), key=lambda p: p.steps)
     ratio = best.best_speedup or 0.0
     note = _cost_note(cost) + ("; " + "; ".join(wins) if wins else "")
     if ratio <= 1.0:
@@ -309,7 +314,7 @@ def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float
     model = ModelInfo(f.a1, f.r, tuple((o.steps, o.accept_len) for o in f.observations), f.prior)
     nxt = _next_to_measure(rows, cost, chosen, {o.steps for o in f.observations})
     source = baseline_source or ("given" if baseline_per_request_tps else "modelled")
-    return Advice(model, tuple(rows), rec, nxt, cost, ratio, source, wins)
+    return Advice(model, tuple(rows), rec, nxt, cost, ratio, source, best.steps, wins)
 
 
 def _sig(x: float | None, digits: int = 3) -> float | None:

@@ -179,9 +179,15 @@ def test_speculation_loses_at_high_batch():
     assert verdict.direction == "off" and verdict.steps == 0
 
 
+def shallowest_fastest(speed, depths=range(1, 11), tie=0.02):
+    """The shallowest depth within `tie` of the fastest (a flat optimum is no reason to go deeper, #23)."""
+    top = max(speed(k) for k in depths)
+    return min(k for k in depths if speed(k) >= top * (1 - tie))
+
+
 def test_interior_best_depth_when_verify_cost_grows_with_depth():
     obs, base, speed = synthetic(batch=1)
-    truth = max(range(1, 11), key=speed)
+    truth = shallowest_fastest(speed)
     assert 1 < truth < 10 and speed(truth) > base  # premise
     adv = advise([obs], baseline_per_request_tps=base, running=1)
     assert adv.recommend.steps == truth
@@ -192,16 +198,18 @@ def test_interior_best_depth_when_verify_cost_grows_with_depth():
 
 def test_free_verify_makes_the_deepest_depth_best():
     # same accept lengths, but a round costs the same at every depth: nothing to stop deepening
-    obs, base, _ = synthetic(batch=1, t_draft=0.0, t_vtok=0.0)
+    obs, base, speed = synthetic(batch=1, t_draft=0.0, t_vtok=0.0)
     adv = advise([obs], baseline_per_request_tps=base)
-    assert adv.recommend.steps == 10
+    assert max(range(1, 11), key=speed) == 10  # premise: every step still adds a little
+    # ... but the last ones add under 2 % together: the shallowest depth within 2 % of the fastest
+    assert adv.recommend.steps == shallowest_fastest(speed) and adv.recommend.steps >= 6
 
 
 def test_moderate_batch_prefers_shallower_than_batch_one():
     small = advise([synthetic(batch=1)[0]], baseline_per_request_tps=synthetic(batch=1)[1], running=1)
     mid_obs, mid_base, mid_speed = synthetic(batch=32)
     mid = advise([mid_obs], baseline_per_request_tps=mid_base, running=32)
-    assert mid.recommend.steps == max(range(1, 11), key=mid_speed)
+    assert mid.recommend.steps == shallowest_fastest(mid_speed)
     assert 0 < mid.recommend.steps < small.recommend.steps
 
 

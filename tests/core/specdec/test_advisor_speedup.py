@@ -54,3 +54,15 @@ def test_a_measurement_that_disagrees_with_the_model_wins() -> None:
     assert adv.recommend.steps == 3 and "maximises measured per-request speed" in adv.recommend.why
     assert adv.speedup == pytest.approx(1.30) and "the measurement wins" in adv.recommend.why
     assert adv.to_json()["baseline"]["source"] == "given"
+
+
+def test_two_windows_of_one_server_name_one_depth() -> None:
+    """The rules (one window, no intervals) and `advise` (the last lines, intervals) read the same server a
+    little differently; on a flat optimum (no baseline: the modelled cost) they named steps 3 and 4. The
+    shallowest depth within 2 % of the fastest is one answer for both."""
+    from spectui.core.specdec import depth_advice
+
+    a = advise([Observed(1, 1.79, 2540.0)], running=1)
+    b = advise([Observed(1, 1.80, 2557.0)], running=1, intervals=False)
+    assert a.recommend.steps == b.recommend.steps > 1
+    assert depth_advice(1, 1.795, 2550.0, running=1, intervals=False).steps == a.recommend.steps
