@@ -129,8 +129,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
         yield LogView(id="log", max_lines=self.max_log_lines)
         yield Input(id="prompt")
         yield GpuStrip(id="gpus")
-        # compact: every key of the cockpit fits (the palette is ":" or ctrl+p, in help)
-        yield Footer(show_command_palette=False, compact=True)
+        yield Footer(show_command_palette=False, compact=True)  # compact: the keys fit 100 columns
 
     def on_mount(self) -> None:
         import sys
