@@ -53,3 +53,11 @@ def test_rules_and_advisor_give_one_recommendation_on_the_seed(lab: SimLab) -> N
     assert row["steps"] == 1 and row["measured_speedup"] == pytest.approx(observed, abs=0.05)
     assert row["speedup"]["low"] <= row["speedup"]["value"] <= row["speedup"]["high"]
     assert all(p["speedup"]["value"] <= 1.0 for p in out["predicted"])  # no row contradicts "off"
+    # Without a baseline both read the same modelled cost (said so) and still name one depth.
+    check = spectui("check", str(log), "--launch", launch, "--json")
+    fix = {d["rule"]: d for d in json.loads(check.stdout)["diagnoses"]}["SPEC003"]["fix"]
+    adv = json.loads(spectui("advise", "local", "--pid", str(pid), "--json").stdout)
+    assert adv["baseline"]["source"] == "modelled" and adv["recommend"]["steps"] > 1
+    steps = adv["recommend"]["steps"]
+    assert fix == {"set": {"--speculative-num-steps": str(steps), "--speculative-num-draft-tokens": str(steps + 1)},
+                   "unset": []}
