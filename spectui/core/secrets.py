@@ -268,7 +268,7 @@ def mask_text(text: str, on_hit: Callable[[str, str], None] | None = None) -> st
 
 # ------------------------------------------------------------------------------------------ environment
 
-_ONE_WORD = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
+_ONE_WORD = re.compile(r"[A-Za-z0-9+=_\-]{20,}")  # no '/' nor '.': paths, model ids, versions are not keys
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -282,8 +282,8 @@ def _entropy(text: str) -> float:
 def high_entropy_value(value: str) -> bool:
     """One word of random-looking characters (a key, a token, a password manager's output): detect-secrets'
     limits (base64 4.5 bits a character; hex 3.0), lowered a little for shorter words."""
-    if not _ONE_WORD.fullmatch(value) or "/" in value.strip("/") and value.count("/") > 1:
-        return False  # a path is not a secret
+    if not _ONE_WORD.fullmatch(value):
+        return False
     if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
     limit = 3.0 if set(value) <= _HEX else 4.0 if len(value) < 40 else 4.5

@@ -93,6 +93,9 @@ def test_names_flags_and_environments() -> None:
            "TOKENIZERS_PARALLELISM": "false", "HF_TOKEN": "hf_x"}
     assert redact_env(env) == {"MY_DB_URL": "postgres://a:***@h/x", "SALT": "***", "PATH": "/usr/bin:/bin",
                                "TOKENIZERS_PARALLELISM": "false", "HF_TOKEN": "***"}
+    kept = {"MODEL": "meta-llama/Llama-3.1-8B-Instruct", "DRAFT": "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B",
+            "PKG": "nvidia-cuda-runtime-cu12==12.4.127", "LANG": "en_US.UTF-8", "CUDA_HOME": "/usr/local/cuda-12.4"}
+    assert redact_env(kept) == kept  # model ids, versions and paths are not high-entropy secrets
     argv = ["python", "-m", "sglang.launch_server", "--api-key", "k1234", "--admin-api-key=a5678",
             "--model-path", "/m", "HF_HOME=/h", "URL=redis://:rpw999@c"]
     assert flag_secrets(argv) == {"--api-key": "k1234", "--admin-api-key": "a5678"}
