@@ -60,8 +60,11 @@ def test_a_killed_server_starts_again_from_its_log_its_pid_or_the_host(lab: SimL
     code, out, err = _relaunch(capsys, "local", "--pid", str(third), "--yes")
     assert code == 0 and out["healthy"] is True and out["from_known"] is True, err
     _kill(out["new_pid"])
-    code, out, err = _relaunch(capsys, "local", "--yes")  # no server left: the host's last one
+    # nothing listens on its port now: the host's last server in the history (other servers of the machine,
+    # other tests' or a colleague's, are not it)
+    code, out, err = _relaunch(capsys, "local", "--server-port", str(lab.port), "--yes")
     assert code == 0 and out["healthy"] is True and out["from_known"] is True, err
+    assert proc_argv(out["new_pid"]) == argv
 
 
 def test_a_log_without_history_gives_its_launch_line_or_its_server_args(lab: SimLab, capsys: pytest.CaptureFixture[str]) -> None:
