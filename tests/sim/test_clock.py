@@ -18,7 +18,6 @@ import pytest
 from spectui.sim.engine import Engine
 from spectui.sim.logfmt import LogFormat
 from spectui.sim.model import DecodeModel, SpecConfig
-
 from tests.sim.conftest import CHAIN3, EAGLE3
 
 T1 = 1 / 90
@@ -29,7 +28,7 @@ GEN = re.compile(r"Decode batch.*gen throughput \(token/s\): ([0-9.]+)")
 
 
 def test_the_constants_here_are_the_documented_ones() -> None:
-    assert ROUND_314 == pytest.approx(0.0300, abs=0.0001) and E_L_314 == pytest.approx(2.888, abs=0.001)
+    assert pytest.approx(0.0300, abs=0.0001) == ROUND_314 and pytest.approx(2.888, abs=0.001) == E_L_314
 
 
 async def _arrivals(scale: float, max_tokens: int) -> tuple[list[float], list[int]]:
