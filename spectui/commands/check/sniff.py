@@ -58,11 +58,12 @@ def log_file_problem(path: str, name: str | None = None, *, text_too: bool = Tru
         return None
     if not head.strip():
         return None
-    if looks_binary(head[:65536]) and sglang_lines(head[:65536]) == 0:
+    first = sglang_lines(head[:65536])  # nearly every log answers here: its first lines are SGLang's
+    if first == 0 and looks_binary(head[:65536]):
         return binary_message(name)
-    if not text_too:
+    if first or not text_too:
         return None
-    if sglang_lines(head) or (tail and sglang_lines(tail)):
+    if (len(head) > 65536 and sglang_lines(head)) or (tail and sglang_lines(tail)):
         return None
     if size > len(head):
         return not_sglang_message(name, None)
