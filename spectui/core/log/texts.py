@@ -102,7 +102,10 @@ ONE_LINE_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Initialization failed\. warmup error"), "WarmupError"),
     (re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"), "NotEnoughMemory"),
     (re.compile(r"Capture [\w\- ]*graph failed: "), "CudaGraphCaptureFailed"),
-    (re.compile(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size\."), "OutOfMemory"),
+    # "Prefill/Decode out of memory." (0.4.x-), "Out of memory. Try to lower your batch size." (0.5.4+,
+    # mem_cache/allocation.py), "Out of memory even after retracting all other requests" (0.5.8)
+    (re.compile(r"(?:(?:Prefill|Decode) out|\bOut) of memory\. Try to lower your batch size\.|Out of memory even after retracting"),
+     "OutOfMemory"),
     (re.compile(r"CUDA out of memory|CUDA error: out of memory|HIP out of memory|HIP error: out of memory"), "OutOfMemory"),
     (re.compile(r"Detected errors during sampling! NaN in the logits\."), "NaN"),
     (re.compile(r"Health check failed\."), "HealthCheckFailed"),
