@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from spectui.core.log import Pipeline, RecordKind
 
-SNIFF_BYTES = 4 << 20  # the start of the file, and as much of its end, are parsed (a big log is not read whole)
+SNIFF_BYTES = 1 << 20  # the start of the file, and as much of its end, are parsed (a big log is not read whole)
 
 
 def looks_binary(head: bytes) -> bool:
