@@ -90,3 +90,20 @@ def test_a_log_without_history_gives_its_launch_line_or_its_server_args(lab: Sim
     assert main(["relaunch", f"local:{log}", "--dry-run"]) == 1
     err = capsys.readouterr().err
     assert f"no SGLang server writes {log} on local, and nothing is known of the server that wrote" in err
+
+
+@pytest.mark.sshd
+def test_over_ssh_a_killed_server_starts_again_from_the_history(lab: SimLab, sshd, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    ssh = [sshd.target, "--ssh-config", "/dev/null", "-i", str(sshd.client_key), "--known-hosts", str(sshd.known_hosts)]
+    first = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)
+    wait_health(lab.port)
+    argv = proc_argv(first)
+    code, out, err = _relaunch(capsys, *ssh, "--pid", str(first), "--yes")
+    assert code == 0, err
+    second = out["new_pid"]
+    _kill(second)  # kill -9 on the host: today "no process N on HOST"
+    code, out, err = _relaunch(capsys, *ssh, "--pid", str(second), "--yes")
+    assert code == 0 and out["healthy"] is True and out["from_known"] is True, err
+    assert "launch history" in out["known_note"]
+    assert proc_argv(out["new_pid"]) == argv and os.readlink(f"/proc/{out['new_pid']}/cwd") == str(lab.root)
+    assert _environ(out["new_pid"])["SPECTUI_SIM_TIME_SCALE"] == "40"
