@@ -27,6 +27,7 @@ SINKS = {
     "kubectl-prefix": "[pod/sglang-0/server] {}",
     "journald": "Dec 03 10:00:00 gpu-node-7 python3[4242]: {}",
     "rfc3339-syslog": "2025-12-03T10:00:00+00:00 gpu-node-7 python3[4242]: {}",
+    "viewer-export": "2025-12-03 10:00:00.123 UTC {}",
     "indented-4": "    {}",
     "indented-tab": "\t{}",
 }
@@ -103,6 +104,7 @@ def _decodes(lines: list[str]) -> list[DecodeSample]:
     "accept len: 1.00, accept rate: 0.00",
     "  #running-req: 1, #token: 1200, token usage: 0.01, accept len: 1.00, accept rate: 0.00, ",
     "2025-12-03T10:00:00Z stdout F accept len: 1.00, accept rate: 0.00, cuda graph: True",
+    "..., accept len: 1.00, accept rate: 0.00, …",  # the paste elided the fields around it
 ])
 def test_decode_fragment_without_its_prefix_is_a_decode_sample(line: str) -> None:
     (sample,) = _decodes([line])

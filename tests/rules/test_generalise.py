@@ -2,7 +2,8 @@
 
 The corpus (tests/data/corpus, real public logs) is judged as posted by test_corpus.py; here each log is
 rendered again as other collectors and pastes would show it, and must get the same category:
-- under a cloud sink's prefix on every line (CRI node logs, `kubectl logs --prefix`, journald);
+- under a cloud sink's prefix on every line (CRI node logs, `kubectl logs --prefix`, journald, a log
+  viewer's export);
 - indented as a whole (a paste inside a quote or a list);
 - interleaved with another rank's ordinary lines (ranks share one stream);
 - cut before the exception line of its first traceback (the frames must still say where it died).
@@ -58,6 +59,11 @@ def journald(lines: list[str]) -> list[str]:
     return [f"Dec 03 10:00:{i % 60:02d} gpu-node-7 python3[4242]: {line}" for i, line in enumerate(lines)]
 
 
+def viewer_export(lines: list[str]) -> list[str]:
+    """A log viewer's export (Loki/Grafana, CloudWatch): its own timestamp before every line."""
+    return [f"2025-12-03 10:00:{i % 60:02d}.{i % 1000:03d} {line}" for i, line in enumerate(lines)]
+
+
 def indented(lines: list[str]) -> list[str]:
     return [f"    {line}" if line else line for line in lines]
 
@@ -71,7 +77,8 @@ def interleaved(lines: list[str]) -> list[str]:
     return out
 
 
-SHAPES = {"cri": cri, "kubectl-prefix": kubectl, "journald": journald, "indented": indented,
+SHAPES = {"cri": cri, "kubectl-prefix": kubectl, "journald": journald, "viewer-export": viewer_export,
+          "indented": indented,
           "interleaved-rank": interleaved}
 
 

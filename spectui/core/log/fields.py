@@ -94,12 +94,12 @@ def make_decode_fragment(n: int, ctx: LineContext, msg: str) -> DecodeSample | N
     a DecodeSample when the whole line is `key: number` pairs (two or more) and one key is a decode-only
     one (accept len, gen throughput), else None."""
     text = msg.strip().rstrip(",")
-    parts = text.split(", ")
+    parts = [p for p in text.split(", ") if p.strip(" .…")]  # a paste's "..." / "…" between fields
     if len(parts) < 2:
         return None
     fields: dict[str, str] = {}
     for part in parts:
-        key, sep, value = part.partition(": ")
+        key, sep, value = part.strip(" .…").partition(": ")
         if not sep or not _FRAGMENT_VALUE_RE.fullmatch(value.strip()) or len(key) > 40:
             return None
         fields[key.strip()] = value.strip()

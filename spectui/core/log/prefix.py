@@ -26,7 +26,11 @@ _CONTAINER_RE = re.compile(
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:(?:stdout|stderr) [FP] )?"
     r"(?:[\w.\-]+ [\w.\-/]+\[\d+\]: )?"
     r"|\[(?:pod|deployment|statefulset|job|daemonset|replicaset)/[^\]\s]+\] "
-    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+\[\d+\]: )"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/]+\[\d+\]: "
+    # a log viewer's export (Loki/Grafana, CloudWatch): "2025-01-01 00:00:00.000 " before each line; not
+    # when a level word follows (python-logging's own "date time LEVEL pid [file:line]" prefix stays whole)
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] )?"
+    r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b))"
 )
 _MONTHS = frozenset(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
 
