@@ -120,3 +120,24 @@ def test_decode_fragment_without_its_prefix_is_a_decode_sample(line: str) -> Non
 ])
 def test_non_fragments_are_not_decode_samples(line: str) -> None:
     assert _decodes([line]) == []
+
+
+@pytest.mark.parametrize("header", [
+    "Current thread 0x00007f3d5b7fe740 (most recent call first):",
+    "Current thread 0x00007f3d5b7fe740 [python3] (most recent call first):",  # Python 3.13 names the thread
+    "Stack (most recent call first):",
+])
+def test_faulthandler_dump_gives_the_crashing_threads_frames_innermost_last(header: str) -> None:
+    lines = ["Fatal Python error: Segmentation fault", "",
+             "Thread 0x00007f3c2effd640 (most recent call first):",
+             '  File "/usr/lib/python3.10/threading.py", line 324 in wait', "",
+             header,
+             '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 712 in replay',
+             '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 1720 in forward',
+             '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1601 in run_batch', "",
+             "Extension modules: numpy.core._multiarray_umath, torch._C (total: 52)"]
+    if header.startswith("Stack"):
+        lines = lines[:2] + lines[5:]  # one thread: no other thread's block
+    (event,) = _events(lines)
+    assert event.exc_type == "FatalPythonError" and event.message == "Fatal Python error: Segmentation fault"
+    assert [f.func for f in event.frames] == ["run_batch", "forward", "replay"]

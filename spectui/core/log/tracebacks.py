@@ -15,7 +15,10 @@ from spectui.core.log.records import ErrorEvent, Frame, LineContext
 # Python's traceback: 'File "x.py", line 3, in f'; faulthandler's dump (after "Fatal Python error: "):
 # 'File "x.py", line 3 in f' (no comma, most recent call first).
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<lineno>\d+),? in (?P<func>.*)$')
-_THREAD_RE = re.compile(r"^\s*(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
+# "Thread 0x7f... (most recent call first):", "Current thread 0x7f... [python3] (...)" (3.13 names threads),
+# "Stack (most recent call first):" (one thread only)
+_THREAD_RE = re.compile(
+    r"^\s*(?P<current>Current thread|Thread|Stack)(?: 0x[0-9a-fA-F]+)?(?: \[[^\]]*\])? \(most recent call first\):")
 EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
     r"|Exception|KeyboardInterrupt|StopIteration|GeneratorExit))(?::(?: (?P<msg>.*))?)?\s*$"
@@ -77,7 +80,7 @@ class PendingEvent:
         if self.recent_first and "(most recent call first)" in msg:
             t = _THREAD_RE.match(msg)
             if t is not None:
-                current = t.group("current") == "Current thread"
+                current = t.group("current") in ("Current thread", "Stack")
                 if current or not self.frames:
                     self.frames.clear()
                     self.in_other_thread = False
