@@ -67,3 +67,18 @@ async def test_one_running_request_is_compared_per_request_in_one_clock(tmp_path
             await pilot.press("q")
     finally:
         demo.stop_sim()
+
+
+def test_the_tab_strip_compares_like_with_like() -> None:
+    """The connect T1 T2 … strip said 'x7.24' for 651 tok/s over 8 running requests against a given 90: the
+    same per-request rule as the panel now (a given baseline is a single stream's)."""
+    from spectui.ui.widgets.summary_strip import SummaryStrip, TabSummary
+
+    loaded = TabSummary("a", "serving", 1.8, 651.6, 90.0, running=8.0)
+    assert loaded.speedup is None
+    assert "×–" in SummaryStrip._entry(0, loaded, True, 60).plain and "×7" not in SummaryStrip._entry(
+        0, loaded, True, 60).plain
+    one = TabSummary("a", "serving", 1.8, 63.8, 90.0, running=1.0)
+    assert one.speedup == pytest.approx(63.8 / 90.0)
+    at8 = TabSummary("a", "serving", 1.8, 651.6, BaselineTps(600.0, running=8), running=8.0)
+    assert at8.speedup == pytest.approx((651.6 / 8) / (600.0 / 8))

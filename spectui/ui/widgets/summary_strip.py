@@ -26,12 +26,21 @@ class TabSummary:
     baseline_tps: float | None = None
     worst: str | None = None  # worst diagnosis severity: "error" / "warning" / "info" / None
     group: bool = False
+    running: float | None = None  # running requests of the window the tok/s is from
 
     @property
     def speedup(self) -> float | None:
-        if self.baseline_tps and self.tokens_per_s is not None:
-            return self.tokens_per_s / self.baseline_tps
-        return None
+        """Per request against a baseline of the same concurrency, as the speculative panel and SPEC026 (#23):
+        a baseline of unknown load (`baseline-tps=T`) is a single stream's. None: nothing comparable."""
+        from spectui.core.rules import BaselineTps, baseline_ratio
+
+        if not self.baseline_tps or self.tokens_per_s is None or not self.running:
+            return None
+        base = self.baseline_tps if getattr(self.baseline_tps, "running", None) else BaselineTps(
+            float(self.baseline_tps), running=1)
+        if baseline_ratio(self.tokens_per_s, self.running, base) is None:
+            return None
+        return (self.tokens_per_s / self.running) / (float(base) / base.running)
 
 
 def summarize(label: str, update: object | None, *, baseline_tps: float | None = None,
@@ -44,7 +53,9 @@ def summarize(label: str, update: object | None, *, baseline_tps: float | None =
     order = {"error": 0, "warning": 1, "info": 2}
     worst = min((d.severity for d in getattr(update, "diagnoses", ()) or ()), key=lambda s: order.get(s, 3),
                 default=None)
-    return TabSummary(label, str(phase), al, tps, baseline_tps, worst, group)
+    running = getattr(snap, "running_req", None)
+    return TabSummary(label, str(phase), al, tps, baseline_tps, worst, group,
+                      float(running) if isinstance(running, int | float) else None)
 
 
 class SummaryStrip(Widget):
@@ -78,6 +89,8 @@ class SummaryStrip(Widget):
             t.append(f" {e.tokens_per_s:.0f}t/s" if e.tokens_per_s is not None else "", "cyan")
         if e.speedup is not None:
             t.append(f" ×{e.speedup:.2f}", "green" if e.speedup >= 1 else "bold red")
+        elif e.baseline_tps and e.tokens_per_s is not None:
+            t.append(" ×–", "dim")  # a baseline, but not at this concurrency: no number (#23)
         mark, style = SEVERITY_MARKS.get(e.worst or "", ("", ""))
         if mark:
             t.append(f" {mark}", style)
