@@ -93,7 +93,7 @@ class ServerProbe:
         except ProbeError as exc:
             return Health(False, None, str(exc))
         # 503 while starting / shutting down (0.5.1+); anything else non-200 is unhealthy too.
-        return Health(resp.status_code == 200, resp.status_code, resp.text[:200])
+        return Health(resp.status_code == 200, resp.status_code, terminal_safe(resp.text, 200))  # data, shown
 
     async def server_info(self) -> dict[str, Any]:
         paths = [self.info_path] if self.info_path else ["/server_info", "/get_server_info"]
