@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.core.log import ErrorEvent, LogParser
-from spectui.core.text import strip_escapes, terminal_safe, terminal_safe_short
+from spectui.core.text import json_text, strip_escapes, terminal_safe, terminal_safe_short
 
 CASES = [
     ("\x1b[31mred\x1b[0m", "red"),                       # CSI SGR
@@ -21,6 +21,8 @@ CASES = [
     ("nul\x00 bell\x07 cr\rback", "nul bell crback"),      # C0 controls
     ("del\x7f c1\x85x", "del c1x"),                      # DEL, C1 NEL
     ("\u202eevil\u202c \u2066iso\u2069 \ufeffbom", "evil iso bom"),  # bidi overrides, isolates, BOM
+    ("a\u061cb\u200bc\u2028d\u2029e\u2060f", "abcdef"),  # ALM, zero-width space, line/paragraph separators
+    ("bad \udcff\udc80 bytes", "bad  bytes"),  # lone surrogates (surrogateescape): unprintable, dropped
 ]
 
 
@@ -66,3 +68,13 @@ def test_a_coloured_line_inside_a_traceback_still_starts_a_record() -> None:
     records = parser.feed(lines) + parser.finish()
     assert sum(isinstance(r, ErrorEvent) for r in records) == 1
     assert len(records) == 2
+
+
+def test_json_text_escapes_what_a_terminal_would_act_on_and_loses_nothing() -> None:
+    import json
+
+    obj = {"label": "\x9b2J\x1b]52;c;eA==\x07\u202e\udcff", "ok": "ünïcode 日本"}
+    text = json_text(obj)
+    assert "\\u009b" in text and "\\u202e" in text and "\\udcff" in text and "ünïcode 日本" in text
+    assert not any(0x7F <= ord(c) <= 0x9F or c in "\x1b\u202e" for c in text)
+    assert json.loads(text) == obj
