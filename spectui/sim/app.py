@@ -1,7 +1,9 @@
 """The simulated server's life: bind, start-up milestones, serve (HTTP + engine + built-in traffic), faults, exit.
 
-One process, one event loop: nothing is forked, so a signal to the process group reaches all of it and
-a crash that "kills the process tree" only ever kills this process (SIGKILL to its own pid).
+One process, one event loop, plus two idle children named as SGLang's (sim/children.py: the scheduler and
+the detokenizer, in the same process group) so that what acts on a server's group meets a real tree; a
+signal to the group reaches all of it, and a crash that "kills the process tree" SIGKILLs this process
+(its children then leave by themselves).
 """
 
 from __future__ import annotations
@@ -137,9 +139,13 @@ class SimApp:
         sock = self._bind()
         if sock is None:
             return 1
+        from spectui.sim import children
+
+        self.children = children.spawn()  # sglang::scheduler, sglang::detokenizer (sim/children.py)
         try:
             return await self._run(sock)
         finally:
+            children.stop(self.children)
             sock.close()
             if self.peers is not None:
                 self.peers.close()

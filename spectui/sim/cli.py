@@ -99,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _err(line)
         return 1
     effective = dict(res.effective or {})  # ServerArgs field names (tp_size, not tensor_parallel_size)
-    fmt = LogFormat(version, tp_size=int(effective.get("tp_size") or 1))  # type: ignore[call-overload]
+    fmt = LogFormat(version, tp_size=int(effective.get("tp_size") or 1),  # type: ignore[call-overload]
+                    device=str(effective.get("device") or "cuda"))
     return run_server(knobs, fmt, effective, sglang_argv)
 
 

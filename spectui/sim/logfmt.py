@@ -21,11 +21,15 @@ def vtuple(version: str) -> tuple[int, int, int]:
 class LogFormat:
     """Formats for one SGLang release. `clock` returns epoch seconds (injectable for tests)."""
 
-    def __init__(self, version: str, *, tp_size: int = 1, clock=time.time) -> None:
+    def __init__(self, version: str, *, tp_size: int = 1, clock=time.time, device: str = "cuda") -> None:
         self.version = version
         self.v = vtuple(version)
         self.tp_size = tp_size
         self._clock = clock
+        # `--device cpu`: SGLang's CPU backend says `cpu graph: False` where a GPU says `cuda graph:` (the
+        # real CPU server's lines, shared/real-sglang), and its capacity line counts available_cpu_mem.
+        self.device = device
+        self.graph_key = "cpu graph" if device == "cpu" else "cuda graph"
 
     # -- prefixes ---------------------------------------------------------------------------------
     def ts(self) -> str:
@@ -90,7 +94,7 @@ class LogFormat:
             if self.v >= (0, 5, 4):
                 spec += f"accept rate: {self.accept_rate(accept_len, steps, draft_tokens):.2f}, "
         return (f"{self._batch_head('Decode', counter)}#running-req: {running}, #token: {tokens}, "
-                f"token usage: {usage:.2f}, {spec}cuda graph: {graph}, "
+                f"token usage: {usage:.2f}, {spec}{self.graph_key}: {graph}, "
                 f"gen throughput (token/s): {gen_tps:.2f}, #queue-req: {queue}{self._trailing}")
 
     def prefill(self, *, counter: int, new_seq: int, new_token: int, cached: int, usage: float,
@@ -100,10 +104,10 @@ class LogFormat:
         if self.v <= (0, 5, 8):
             return head + self._trailing
         if self.v[:3] == (0, 5, 9):
-            return f"{head}, input throughput (token/s): {input_tps:.2f}, cuda graph: {graph}"
+            return f"{head}, input throughput (token/s): {input_tps:.2f}, {self.graph_key}: {graph}"
         if self.v <= (0, 5, 11):
-            return f"{head}, cuda graph: {graph}, input throughput (token/s): {input_tps:.2f}"
-        return f"{head}, #pending-token: 0, cuda graph: {graph}, input throughput (token/s): {input_tps:.2f}"
+            return f"{head}, {self.graph_key}: {graph}, input throughput (token/s): {input_tps:.2f}"
+        return f"{head}, #pending-token: 0, {self.graph_key}: {graph}, input throughput (token/s): {input_tps:.2f}"
 
     # -- start-up milestones ----------------------------------------------------------------------
     def server_args(self, args: Mapping[str, object]) -> str:
@@ -155,7 +159,7 @@ class LogFormat:
                  context_len: int, avail: float) -> str:
         return (f"max_total_num_tokens={max_total_tokens}, chunked_prefill_size={chunked_prefill}, "
                 f"max_prefill_tokens={max_prefill}, max_running_requests={max_running}, "
-                f"context_len={context_len}, available_gpu_mem={avail:.2f} GB")
+                f"context_len={context_len}, available_{'cpu' if self.device == 'cpu' else 'gpu'}_mem={avail:.2f} GB")
 
     def uvicorn_startup(self, pid: int, host: str, port: int) -> list[str]:
         return [self.uvicorn(f"Started server process [{pid}]"), self.uvicorn("Waiting for application startup."),

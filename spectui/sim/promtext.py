@@ -22,7 +22,7 @@ class _Collector:
         s, v = self.s, self.s.fmt.v
         spec = s.engine.model.spec
         base = {"model_name": s.model_name, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0"}
-        if v >= (0, 5, 20):
+        if v >= (0, 5, 16):  # the real 0.5.16 snapshot (shared/real-sglang) already labels it
             base["moe_ep_rank"] = "0"
         families: dict[str, GaugeMetricFamily] = {}
 
@@ -53,6 +53,11 @@ class _Collector:
             if v >= (0, 5, 6):
                 gauge("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", labels,
                       s.max_total_tokens)
+            if v >= (0, 5, 16):  # DSpark's capped verify window: 0 for every other algorithm (real SGLang too)
+                gauge("spec_cap_length", "Mean DSpark confidence-scheduled verify window per verify step, incl "
+                      "the bonus slot (0 when no cap is scheduled).", labels, 0.0)
+                gauge("spec_block_accept_length", "Mean uncapped full-block accept length per verify step (accept "
+                      "+ cap-trimmed drafts; exact only in DSpark cap-accept mode).", labels, 0.0)
             if v >= (0, 5, 15) and spec is not None:
                 gauge("spec_num_steps", "Active speculative num steps.", labels, spec.num_steps)
                 gauge("spec_num_draft_tokens", "Active speculative num draft tokens.", labels, spec.draft_tokens)

@@ -63,6 +63,10 @@ class Routes:
                                                             "token_capacity": s.max_total_tokens, "graph": 1.4}}
             if e.model.spec is not None and e.stats.avg_spec_accept_length is not None:
                 internal["avg_spec_accept_length"] = e.stats.avg_spec_accept_length
+            if e.model.spec is not None and s.fmt.v >= (0, 5, 16):
+                # ServerArgs.max_speculative_num_draft_tokens (a cached property: the draft tokens, or the
+                # largest an adaptive config may pick), as the real 0.5.16 snapshot lists it.
+                internal["max_speculative_num_draft_tokens"] = e.model.spec.draft_tokens
             if e.model.spec is not None and s.spec_counters:
                 internal.update(rank_counters(e.stats, e.dp_rank))
             if e.dp_rank is not None:

@@ -60,7 +60,8 @@ class Startup:
         self.context_len = int(args.get("context_length") or 131072)  # type: ignore[call-overload]
         mrr = args.get("max_running_requests")
         self.max_running = int(mrr) if mrr else min(4096, self.max_total_tokens // 64)  # type: ignore[call-overload]
-        self.graphs = not args.get("disable_cuda_graph")
+        # The CPU backend captures no CUDA graphs (the real CPU server logs no capture and `cpu graph: False`).
+        self.graphs = not args.get("disable_cuda_graph") and str(args.get("device") or "cuda") != "cpu"
         gmax = args.get("cuda_graph_max_bs") or 256
         self.graph_bs = graph_batch_sizes(spec is not None, min(self.max_running, int(gmax)))  # type: ignore[call-overload]
         self.graph_max_bs = self.graph_bs[-1] if self.graphs else 0

@@ -12,6 +12,7 @@ secret: the command line of the run is visible to the host's other users.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,11 +40,29 @@ def resolve_argv(python: str, cwd: str | None, env: Mapping[str, str] | None, ar
     return ["sh", "-c", 'cd "$1" 2>/dev/null; shift; exec "$@"', "sh", cwd or "/", *run]
 
 
+# Answers already had in this process, by host, interpreter, directory, command and environment: a plan
+# resolves the running command once, however many edits are judged against it (a sweep, a screen).
+_ANSWERS: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_KEEP = 64
+
+
 async def host_resolution(host: Any, server: Any, args: Sequence[str]) -> dict[str, Any]:
     """The host's own resolution of `args` (what SGLang's argparse sees) as data/resolve_host.py prints
     it. Raises HostResolveError with the reason when the host could not say."""
     python = await server_python(host, server)
     argv = resolve_argv(python, getattr(server, "cwd", None), getattr(server, "env", None), args)
+    key = (str(getattr(host, "name", "")), tuple(argv))
+    if key in _ANSWERS:
+        _ANSWERS.move_to_end(key)
+        return dict(_ANSWERS[key])
+    answer = await _run(host, python, argv)
+    _ANSWERS[key] = answer
+    while len(_ANSWERS) > _KEEP:
+        _ANSWERS.popitem(last=False)
+    return dict(answer)
+
+
+async def _run(host: Any, python: str, argv: list[str]) -> dict[str, Any]:
     try:
         res = await host.run(argv, timeout=RESOLVE_TIMEOUT)
     except Exception as exc:  # noqa: BLE001 - a dead connection or a timeout: the host could not say

@@ -75,7 +75,17 @@ class SimLab:
         return pid
 
     def servers_in_root(self) -> list[int]:
-        """Live processes whose cwd is this lab's directory (the servers relaunch started here)."""
+        """Live server processes whose cwd is this lab's directory (the servers relaunch started here); their
+        `sglang::` children (the simulator has a scheduler and a detokenizer, as SGLang does) are not servers."""
+        found = []
+        for pid in self.processes_in_root():
+            with contextlib.suppress(OSError):
+                if not proc_argv(pid)[:1] or not proc_argv(pid)[0].startswith("sglang::"):
+                    found.append(pid)
+        return found
+
+    def processes_in_root(self) -> list[int]:
+        """Every live process whose cwd is this lab's directory (servers and their children)."""
         found = []
         for d in Path("/proc").iterdir():
             if d.name.isdigit():
@@ -86,7 +96,7 @@ class SimLab:
 
     def cleanup(self) -> None:
         groups = set(self.pgids)
-        for pid in self.servers_in_root():
+        for pid in self.processes_in_root():
             with contextlib.suppress(ProcessLookupError):
                 groups.add(os.getpgid(pid))
         for pgid in groups:

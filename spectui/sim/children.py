@@ -1,0 +1,36 @@
+"""The simulated server's child processes, named as SGLang names its own (setproctitle):
+`sglang::scheduler` and `sglang::detokenizer`, in the launcher's process group (the real CPU server's tree:
+shared/real-sglang). They do no work: they exist so that what acts on a server's process group — relaunch's
+stop, the liveness probe, discovery that must list the launcher and not its children — meets the tree a real
+server has. Each leaves when the launcher is gone (reparented) or on SIGTERM (the default action, as the
+real children die from a signal to the group)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+NAMES = ("sglang::scheduler", "sglang::detokenizer")
+_CODE = "import os, time\nppid = os.getppid()\nwhile os.getppid() == ppid:\n    time.sleep(0.5)\n"
+
+
+def spawn() -> list[subprocess.Popen[bytes]]:
+    """The children, started now (argv[0] is the SGLang title; the interpreter runs `_CODE` with -I)."""
+    out = []
+    for name in NAMES:
+        out.append(subprocess.Popen([name, "-I", "-c", _CODE], executable=sys.executable,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    close_fds=True))
+    return out
+
+
+def stop(children: list[subprocess.Popen[bytes]]) -> None:
+    """kill_process_tree's end: the children go with the launcher."""
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+    for child in children:
+        try:
+            child.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
