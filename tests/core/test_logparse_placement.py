@@ -28,6 +28,8 @@ SINKS = {
     "journald": "Dec 03 10:00:00 gpu-node-7 python3[4242]: {}",
     "rfc3339-syslog": "2025-12-03T10:00:00+00:00 gpu-node-7 python3[4242]: {}",
     "viewer-export": "2025-12-03 10:00:00.123 UTC {}",
+    "slurm-srun-label": " 3: {}",
+    "openmpi-tag-output": "[1,3]<stderr>:{}",
     "indented-4": "    {}",
     "indented-tab": "\t{}",
 }

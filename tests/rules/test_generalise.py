@@ -3,7 +3,7 @@
 The corpus (tests/data/corpus, real public logs) is judged as posted by test_corpus.py; here each log is
 rendered again as other collectors and pastes would show it, and must get the same category:
 - under a cloud sink's prefix on every line (CRI node logs, `kubectl logs --prefix`, journald, a log
-  viewer's export);
+  viewer's export, Slurm's srun --label);
 - indented as a whole (a paste inside a quote or a list);
 - interleaved with another rank's ordinary lines (ranks share one stream);
 - cut before the exception line of its first traceback (the frames must still say where it died).
@@ -64,6 +64,11 @@ def viewer_export(lines: list[str]) -> list[str]:
     return [f"2025-12-03 10:00:{i % 60:02d}.{i % 1000:03d} {line}" for i, line in enumerate(lines)]
 
 
+def srun_label(lines: list[str]) -> list[str]:
+    """Slurm's `srun --label`: the task number before every line of that task."""
+    return [f"0: {line}" for line in lines]
+
+
 def indented(lines: list[str]) -> list[str]:
     return [f"    {line}" if line else line for line in lines]
 
@@ -78,6 +83,7 @@ def interleaved(lines: list[str]) -> list[str]:
 
 
 SHAPES = {"cri": cri, "kubectl-prefix": kubectl, "journald": journald, "viewer-export": viewer_export,
+          "srun-label": srun_label,
           "indented": indented,
           "interleaved-rank": interleaved}
 

@@ -30,7 +30,10 @@ _CONTAINER_RE = re.compile(
     # a log viewer's export (Loki/Grafana, CloudWatch): "2025-01-01 00:00:00.000 " before each line; not
     # when a level word follows (python-logging's own "date time LEVEL pid [file:line]" prefix stays whole)
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] )?"
-    r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b))"
+    r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)"
+    # Slurm `srun --label` ("0: ", " 12: ") and Open MPI `--tag-output` ("[1,0]<stderr>:")
+    r"|\[\d+,\d+\]<std(?:out|err)>: ?"
+    r"| {0,3}\d{1,4}: )"
 )
 _MONTHS = frozenset(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
 
@@ -118,14 +121,14 @@ def _ts(m: re.Match[str]) -> str:
 
 def split_prefix(line: str) -> Prefixed:
     """Split one line (ANSI already stripped) into context and message."""
-    if (line[:1] in ("(", "[") or (line[:1].isalnum() and "|" in line[:64]) or line[:4].isdigit()
+    if (line[:1] in ("(", "[") or (line[:1].isalnum() and "|" in line[:64]) or line[:1].isdigit()
             or line[:3] in _MONTHS):
         line = strip_container(line)
     first = line[:1]
     if first in (" ", "\t"):
         # A paste indented as a whole: a logger prefix after the indentation is still a prefix.
         body = line.lstrip(" \t")
-        if body[:1] in ("[", "(") or body[:4].isdigit() or body[:3] in _MONTHS:
+        if body[:1] in ("[", "(") or body[:1].isdigit() or body[:3] in _MONTHS:
             inner = split_prefix(body)
             if inner.prefixed:
                 return Prefixed(inner.ctx, inner.msg, True, inner.level, inner.style, len(line) - len(body))
