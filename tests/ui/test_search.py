@@ -76,3 +76,16 @@ async def test_a_filter_matching_nothing_says_0_matches() -> None:
         await _type(pilot, "needle")
         assert "filter: needle (3 lines)" in str(log.border_title)
         assert "0 matches" not in "".join(seg.text for seg in log._render_row(0))
+
+
+async def test_the_first_probe_line_does_not_count_a_hit_twice() -> None:
+    """The first probe line switches the pane to a view without them (hits recounted once, not twice)."""
+    app = replay_app(lines_with(5, 50))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        log = app.dashboard.query_one(LogView)
+        log.set_search("needle")
+        assert log.search_count()[1] == 5 and log.probes == 0
+        log.append_lines(["needle after", 'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK', "needle again"])
+        assert log.probes == 1 and log.search_count()[1] == 7
+        assert log._hits == sorted(set(log._hits))

@@ -1,10 +1,9 @@
 """Log pane: a bounded, virtual-scroll view of the followed log with follow/pause, search, filter, error jumps.
 
-Lines are kept once, sanitised, in a list bounded at `max_lines` (older lines are dropped in chunks and
-a marker row says how many); only visible rows are rendered (Line API, like toolong), each once until it
-changes (a row cache). Every line is rendered as plain text (log_lines.py) — never markup. Kinds (decode, warning, error, ...) come from the
-parser through `mark_kinds`, so colouring and `e`/`E` agree with what the rules saw.
-"""
+Lines are kept once, sanitised, in a list bounded at `max_lines` (older lines dropped in chunks, a marker row
+says how many); only visible rows are rendered (Line API, like toolong), each once until it changes (a row
+cache). Every line is plain text (log_lines.py), never markup. Kinds (decode, warning, error, ...) come from
+the parser through `mark_kinds`, so colouring and `e`/`E` agree with what the rules saw."""
 
 from __future__ import annotations
 
@@ -99,11 +98,12 @@ class LogView(LogSearch, ScrollView, can_focus=True):
         self._width = max(self._width, width + 8)
         probes = sum(1 for t in new if is_probe(t))
         self.probes += probes
-        if self._view is not None:
-            self._view.extend(start_no + i for i, t in enumerate(new) if self._passes_view(t))
-        elif probes and not self.show_probes:
-            self._rebuild_view()  # the first probe line: from now on the pane shows a view without them
-        self._hits_extend(start_no, new)
+        if self._view is None and probes and not self.show_probes:
+            self._rebuild_view()  # the first probe line: a view without them from now on (hits recounted)
+        else:
+            if self._view is not None:
+                self._view.extend(start_no + i for i, t in enumerate(new) if self._passes_view(t))
+            self._hits_extend(start_no, new)
         pruned = self._prune()
         if not self.following:
             self.unseen += len(new)
