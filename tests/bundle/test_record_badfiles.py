@@ -140,3 +140,24 @@ def test_watch_refuses_a_binary_file(garbage, name) -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [f"spectui watch: {garbage[name]} does not look like a text log "
                                                "(binary data, no SGLang lines found); give the server's log file"]
+
+
+def test_history_keeps_the_bench_of_this_servers_pid(tmp_path) -> None:
+    """With a server found, the bench kept is the one of the (latest) launch that started its pid."""
+    from spectui.ops.recorder import history_of
+    from spectui.sources.base import ServerProcess
+
+    path = tmp_path / "history.jsonl"
+    rows = [
+        {"id": "old", "time": "2026-12-01T09:00:00+00:00", "host": "gpu1", "new_pid": 77, "command": "x"},
+        {"id": "mine", "time": "2026-12-01T10:00:00+00:00", "host": "gpu1", "new_pid": 77, "command": "x"},
+        {"id": "other", "time": "2026-12-01T11:00:00+00:00", "host": "gpu1", "new_pid": 88, "command": "y"},
+        {"id": "elsewhere", "time": "2026-12-01T12:00:00+00:00", "host": "gpu2", "new_pid": 77, "command": "z"},
+        {"id": "old", "bench": {"output_tokens_per_s": 1.0}}, {"id": "mine", "bench": {"output_tokens_per_s": 2.0}},
+        {"id": "other", "bench": {"output_tokens_per_s": 3.0}}, {"id": "elsewhere", "bench": {"output_tokens_per_s": 4.0}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    server = ServerProcess(pid=77, pgid=77, argv=("python",), env={}, cwd="/", log_path="/l", port=30000,
+                           host_addr="127.0.0.1")
+    assert history_of("gpu1", server, "/l", str(path))["bench"] == [{"output_tokens_per_s": 2.0}]
+    assert history_of("gpu1", None, "/nowhere.log", str(path))["bench"] == []  # log only, no launch wrote it
