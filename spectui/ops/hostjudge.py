@@ -9,7 +9,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.core.launch.hostresolve import HostResolveError, is_source_build, judge
+from spectui.core.launch import HostResolveError, is_source_build
+from spectui.core.launch import judge_by_host as judge
 from spectui.ops.plan import RelaunchPlan, resolvable_args
 from spectui.sources.hostresolve_run import host_resolution
 

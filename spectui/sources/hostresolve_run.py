@@ -16,7 +16,9 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spectui.core.launch.hostresolve import HostResolveError, parse, script
+from spectui.core.launch import HostResolveError
+from spectui.core.launch import host_resolution_script as script
+from spectui.core.launch import parse_host_resolution as parse
 from spectui.core.secrets import redact_env
 from spectui.sources.hostflags_run import ENV_KEPT, server_python
 

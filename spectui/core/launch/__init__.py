@@ -34,6 +34,10 @@ from spectui.core.launch.hostflags import (  # noqa: E402
     parse_dump,
     read_host_catalogue,
 )
+from spectui.core.launch.hostresolve import HostResolveError, is_source_build  # noqa: E402
+from spectui.core.launch.hostresolve import judge as judge_by_host  # noqa: E402
+from spectui.core.launch.hostresolve import parse as parse_host_resolution  # noqa: E402
+from spectui.core.launch.hostresolve import script as host_resolution_script  # noqa: E402
 from spectui.core.launch.notes import FlagNote
 from spectui.core.launch.pasted import ASSUMED_NOTE, parse_pasted  # noqa: E402
 from spectui.core.launch.resolve import (
@@ -45,6 +49,11 @@ from spectui.core.launch.resolve import (
 from spectui.core.launch.serverfields import dest_name, field_name, to_fields  # noqa: E402
 
 __all__ = [
+    "HostResolveError",
+    "host_resolution_script",
+    "is_source_build",
+    "judge_by_host",
+    "parse_host_resolution",
     "ASSUMED_NOTE",
     "ArgparseFailure",
     "CataloguePick",

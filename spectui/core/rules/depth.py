@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.core.specdec import ceiling, depth_advice, expected_accept_len
-from spectui.core.specdec.theory import chain_depth
+from spectui.core.specdec import ceiling, chain_depth, depth_advice, expected_accept_len
 
 # Typical per-position acceptance (a1, decay r) of a draft trained for its target, on chat traffic: EAGLE3
 # chains reach ~2.9 at 3 steps, ~3.4 at 5 (SPECDEC §2.3 SpecBundle sweeps, Llama-3.1-8B 2.5-3.2 at 3/1/4);

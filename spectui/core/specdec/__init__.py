@@ -23,8 +23,10 @@ from spectui.core.specdec.fit import (
     expected_accept_len,
     fit,
 )
+from spectui.core.specdec.theory import chain_depth  # noqa: E402
 
 __all__ = [
+    "chain_depth",
     "Advice",
     "CostModel",
     "DepthVerdict",

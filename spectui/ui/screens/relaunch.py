@@ -214,7 +214,7 @@ class RelaunchScreen(ModalScreen[None]):
         """(the host's own verdict on the draft, still asking?) for a source build (`0.5.16.dev0+g…`) of a
         live server; (None, False) otherwise. The first ask for a draft starts a worker (debounced: the
         latest draft wins) whose answer, a Resolution or the reason the host could not say, re-renders."""
-        from spectui.core.launch.hostresolve import is_source_build
+        from spectui.core.launch import is_source_build
 
         server = getattr(self.session, "server", None)
         if self.original is None or server is None or not is_source_build(self.version):
@@ -235,8 +235,8 @@ class RelaunchScreen(ModalScreen[None]):
     async def _ask_host(self, key: Any, cmd: Any) -> None:
         import asyncio
 
-        from spectui.core.launch import pick_version, resolve
-        from spectui.core.launch.hostresolve import HostResolveError, judge
+        from spectui.core.launch import HostResolveError, pick_version, resolve
+        from spectui.core.launch import judge_by_host as judge
         from spectui.ops.plan import resolvable_args
         from spectui.sources.hostresolve_run import host_resolution
 

@@ -2,7 +2,8 @@
 EAGLE family's is num steps; a real NGRAM log line is the evidence (shared/real-sglang README)."""
 
 from spectui.core.rules.depth import depth_metrics
-from spectui.core.specdec.theory import accept_len_ceiling, chain_depth
+from spectui.core.specdec import chain_depth
+from spectui.core.specdec.theory import accept_len_ceiling
 
 
 def test_ngram_depth_comes_from_draft_tokens_not_steps() -> None:
