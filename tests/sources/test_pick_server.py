@@ -66,7 +66,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def test_every_command_lists_several_servers_and_takes_pid_or_server_port(two, tmp_path, capsys) -> None:
     (pa, port_a), (pb, port_b) = two
-    for argv in (["watch", "local", "--duration", "1"], ["relaunch", "local", "--dry-run"],
+    for argv in (["watch", "local", "--duration", "20"], ["relaunch", "local", "--dry-run"],
                  ["inspect", "local", "--json"], ["record", "local", "-o", str(tmp_path / "x.tar.gz")],
                  ["report", "local", "--duration", "0.5"]):
         code, _, err = _run(capsys, *argv)
