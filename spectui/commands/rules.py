@@ -199,11 +199,11 @@ def _test(rules: list[Any], errors: list[str], as_json: bool) -> int:
 
 def _catalogue_refs(rules: list[Any]) -> dict[str, Any]:
     """How many catalogue references the loaded rules make (a rule whose reference is gone did not load)."""
-    from spectui.core.rules.messages import load_catalogue
+    from spectui.core.rules import messages as rule_messages
 
     refs = [(r.id, ref) for r in rules for c in r.log_clauses if getattr(c, "catalogue", None) is not None
             for ref in c.catalogue.refs]
-    cat = load_catalogue()
+    cat = rule_messages.load_catalogue()
     return {"references": len(refs), "rules": len({rid for rid, _ in refs}),
             "releases": len(cat.releases) if cat else 0,
             "first": cat.releases[0] if cat else None, "last": cat.releases[-1] if cat else None}

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.log import LogParser, Pipeline
-from spectui.core.log.records import Frame
+from spectui.core.log import LogParser, Pipeline, records
 from spectui.core.rules import RuleEngine, load_file, load_rules
-from spectui.core.rules.frames import FrameMapError, died_in, frame_map, parse_frame_map
+from spectui.core.rules import frames as rule_frames
 
 RULES, _ = load_rules()
 SITE = "/usr/local/lib/python3.10/dist-packages"
@@ -66,7 +65,7 @@ def test_cut_traceback_is_judged_by_its_innermost_mapped_frame(subsystem: str) -
     parser = LogParser()
     (event,) = [r for r in parser.feed([HEAD, *lines]) + parser.finish() if getattr(r, "frames", None)]
     assert event.exc_type == "Traceback"  # no exception line
-    died = died_in(event.frames)
+    died = rule_frames.died_in(event.frames)
     assert died is not None and died.subsystem == subsystem
     engine = RuleEngine(RULES)
     pipe = Pipeline(engine=engine)
@@ -79,11 +78,11 @@ def test_cut_traceback_is_judged_by_its_innermost_mapped_frame(subsystem: str) -
 
 
 def test_frames_walked_from_the_innermost_outwards_past_unmapped_ones() -> None:
-    frames = (Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 1, "event_loop_normal"),
-              Frame(f"{SITE}/sglang/srt/model_executor/cuda_graph_runner.py", 2, "replay"),
-              Frame(f"{SITE}/sglang/srt/layers/attention/triton_backend.py", 3, "forward_decode"),
-              Frame(f"{SITE}/torch/nn/modules/module.py", 4, "_call_impl"))
-    died = died_in(frames)
+    frames = (records.Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 1, "event_loop_normal"),
+              records.Frame(f"{SITE}/sglang/srt/model_executor/cuda_graph_runner.py", 2, "replay"),
+              records.Frame(f"{SITE}/sglang/srt/layers/attention/triton_backend.py", 3, "forward_decode"),
+              records.Frame(f"{SITE}/torch/nn/modules/module.py", 4, "_call_impl"))
+    died = rule_frames.died_in(frames)
     assert died is not None
     assert (died.subsystem, died.through) == ("cuda_graph", ("cuda_graph",))
     # the evidence is the innermost SGLang frame, not the deciding one nor torch's
@@ -93,22 +92,22 @@ def test_frames_walked_from_the_innermost_outwards_past_unmapped_ones() -> None:
 
 def test_a_frame_cut_at_a_call_is_judged_by_its_source_line() -> None:
     # Scheduler.__init__ cut at `self.draft_worker = EAGLEWorker(` (sglang #9074): the draft worker.
-    frames = (Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 327, "__init__", "self.draft_worker = EAGLEWorker("),)
-    assert died_in(frames).subsystem == "draft_worker"
-    frames = (Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 327, "__init__", "self.tp_worker = TpModelWorker("),)
-    assert died_in(frames).subsystem is None
+    frames = (records.Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 327, "__init__", "self.draft_worker = EAGLEWorker("),)
+    assert rule_frames.died_in(frames).subsystem == "draft_worker"
+    frames = (records.Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 327, "__init__", "self.tp_worker = TpModelWorker("),)
+    assert rule_frames.died_in(frames).subsystem is None
 
 
 def test_inner_subsystem_first_and_every_one_in_through() -> None:
-    frames = (Frame(f"{SITE}/sglang/srt/model_executor/cuda_graph_runner.py", 1, "capture"),
-              Frame(f"{SITE}/sglang/srt/distributed/parallel_state.py", 2, "all_reduce"),
-              Frame(f"{SITE}/torch/distributed/distributed_c10d.py", 3, "all_reduce"))
-    died = died_in(frames)
+    frames = (records.Frame(f"{SITE}/sglang/srt/model_executor/cuda_graph_runner.py", 1, "capture"),
+              records.Frame(f"{SITE}/sglang/srt/distributed/parallel_state.py", 2, "all_reduce"),
+              records.Frame(f"{SITE}/torch/distributed/distributed_c10d.py", 3, "all_reduce"))
+    died = rule_frames.died_in(frames)
     assert died.subsystem == "collective" and died.through == ("collective", "cuda_graph")
 
 
 def test_the_built_in_map_loads_and_every_rule_names_known_subsystems() -> None:
-    ids = {s.id for s in frame_map()}
+    ids = {s.id for s in rule_frames.frame_map()}
     assert {"dist_init", "collective", "cuda_graph", "weight_loading", "draft_worker", "pd_transfer",
             "torch_compile", "memory_pool"} <= ids
     used = {name for rule in RULES for c in rule.log_clauses
@@ -124,8 +123,8 @@ def test_the_built_in_map_loads_and_every_rule_names_known_subsystems() -> None:
     ('[other]\n', "unknown key 'other'"),
 ])
 def test_a_bad_frame_map_is_one_clear_error(text: str, error: str) -> None:
-    with pytest.raises(FrameMapError, match=error):
-        parse_frame_map(text, "_frames.toml")
+    with pytest.raises(rule_frames.FrameMapError, match=error):
+        rule_frames.parse_frame_map(text, "_frames.toml")
 
 
 def test_a_rule_naming_an_unknown_subsystem_does_not_load(tmp_path: Path) -> None:

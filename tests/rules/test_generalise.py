@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.log import Pipeline
-from spectui.core.log.tracebacks import EXC_RE, FRAME_RE
+from spectui.core.log import Pipeline, tracebacks
 from spectui.core.rules import RuleEngine, load_rules
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
@@ -117,9 +116,9 @@ def cut_before_exception(lines: list[str]) -> list[str] | None:
     framed = False
     for i, line in enumerate(lines):
         body = re.sub(r"^\[[^\]]*\] ", "", line)
-        if FRAME_RE.match(line):
+        if tracebacks.FRAME_RE.match(line):
             framed = True
-        elif framed and body[:1].isalpha() and EXC_RE.match(body):
+        elif framed and body[:1].isalpha() and tracebacks.EXC_RE.match(body):
             return lines[:i]
     return None
 
@@ -166,9 +165,9 @@ def test_every_error_sglang_can_raise_in_a_subsystem_gets_more_than_process_cras
     # Held-out errors are SGLang's own: the message catalogue lists every raise/assert text of every release.
     # Each one, raised where SGLang raises it, must get a diagnosis naming where it died (or a more specific
     # one), never just the catch-all CRASH001.
-    from spectui.core.rules.messages import load_catalogue
+    from spectui.core.rules import messages as rule_messages
 
-    messages = [m for m in load_catalogue().messages if m.kind != "log" and m.module.startswith(area)]
+    messages = [m for m in rule_messages.load_catalogue().messages if m.kind != "log" and m.module.startswith(area)]
     assert len(messages) >= 100
     generic = []
     for m in messages:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.log.texts import RESOLUTION_WARNINGS
+from spectui.core.log import texts as logtexts
 from spectui.core.rules import load_file, load_rules
-from spectui.core.rules.messages import CATALOGUE_FILE, load_catalogue, parse_catalogue, text_pattern
+from spectui.core.rules import messages as rule_messages
 from spectui.core.versions import version_tuple
 from spectui.data import dump_messages
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLED = ROOT / "spectui" / "data" / "messages" / CATALOGUE_FILE
+BUNDLED = ROOT / "spectui" / "data" / "messages" / rule_messages.CATALOGUE_FILE
 RULES, _ = load_rules()
 
 SOURCE = '''
@@ -67,9 +67,9 @@ def test_builder_reads_raise_assert_and_logger_texts_with_placeholders() -> None
 
 
 def test_a_catalogue_text_as_a_pattern_matches_what_sglang_printed() -> None:
-    pattern = text_pattern("KV pool holds {} tokens, fewer than --context-length {}.")
+    pattern = rule_messages.text_pattern("KV pool holds {} tokens, fewer than --context-length {}.")
     assert re.search(pattern, "[ts TP0] KV pool holds 12288 tokens, fewer than --context-length 131072. One")
-    assert re.search(text_pattern("Bad {} and {} ({{braces}})"), "Bad 1 and 2 ({braces})")
+    assert re.search(rule_messages.text_pattern("Bad {} and {} ({{braces}})"), "Bad 1 and 2 ({braces})")
     assert not re.search(pattern, "KV pool holds tokens")
 
 
@@ -90,7 +90,7 @@ def test_builder_merges_releases_into_ranges(tmp_path: Path) -> None:
               _wheel(tmp_path, "0.5.2", {"sglang/srt/speculative/eagle_worker.py": new})]
     out = tmp_path / "cat.json.gz"
     assert dump_messages.main([str(p) for p in wheels] + ["-o", str(out)]) == 0
-    cat = parse_catalogue(json.loads(gzip.decompress(out.read_bytes())))
+    cat = rule_messages.parse_catalogue(json.loads(gzip.decompress(out.read_bytes())))
     assert cat.releases == ("0.4.6", "0.5.2", "0.5.10")
     (capture,) = cat.resolve("Capture cuda graph failed")
     assert capture.releases == ("0.4.6", "0.5.2", "0.5.10") and capture.release_range == "0.4.6..0.5.10"
@@ -109,7 +109,7 @@ def test_builder_cli_refuses_a_missing_input_with_one_line(tmp_path: Path) -> No
 
 
 def test_bundled_catalogue_spans_the_releases_and_stays_small() -> None:
-    cat = load_catalogue()
+    cat = rule_messages.load_catalogue()
     assert cat is not None
     assert len(cat.releases) >= 6
     assert cat.releases[0] == "0.4.6" and cat.releases[-1] == "0.5.23"
@@ -126,7 +126,7 @@ def test_bundled_catalogue_spans_the_releases_and_stays_small() -> None:
     ("Loaded weights leave no GPU memory for the KV cache", "ValueError", "sglang/srt/mem_cache/"),
 ])
 def test_bundled_catalogue_knows_sglangs_memory_and_graph_texts(fragment: str, level: str, module_part: str) -> None:
-    hits = load_catalogue().resolve(fragment)
+    hits = rule_messages.load_catalogue().resolve(fragment)
     assert any(m.level == level and module_part in m.module for m in hits), [(m.level, m.module) for m in hits]
 
 
@@ -147,12 +147,12 @@ EARLIER_THAN_TEXTS_SAYS = {
 def test_resolution_warnings_the_parser_knows_are_sglang_texts_in_their_release_range() -> None:
     # texts.py's hand-kept list against the catalogue: each text is printed by some release, and (but for
     # the documented cases above) only by releases inside the range texts.py gives it.
-    cat = load_catalogue()
+    cat = rule_messages.load_catalogue()
     logged = [m for m in cat.messages if m.kind == "log"]
     missing, earlier, later = [], {}, []
-    for text, lo, hi in RESOLUTION_WARNINGS:
+    for text, lo, hi in logtexts.RESOLUTION_WARNINGS:
         hits = [m for m in logged if m.plain().startswith(text)]
-        hits = hits or [m for m in logged if re.match(text_pattern(m.text), text)]
+        hits = hits or [m for m in logged if re.match(rule_messages.text_pattern(m.text), text)]
         if not hits:
             missing.append(text)
             continue
@@ -169,7 +169,7 @@ def test_resolution_warnings_the_parser_knows_are_sglang_texts_in_their_release_
 def test_rules_reference_catalogue_entries_and_every_reference_resolves() -> None:
     refs = [(r.id, ref) for r in RULES for c in r.log_clauses if c.catalogue is not None for ref in c.catalogue.refs]
     assert len({rid for rid, _ in refs}) >= 3, refs
-    cat = load_catalogue()
+    cat = rule_messages.load_catalogue()
     assert all(cat.resolve(ref) for _, ref in refs)
 
 

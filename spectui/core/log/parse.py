@@ -44,7 +44,6 @@ MAX_PARTIAL_BYTES = 4 * MAX_LINE_CHARS  # bytes kept of a line not yet ended (UT
 # "python -m sglang.launch_server" (Python 3.14 default prog for -m)
 _ARGPARSE_RE = re.compile(r"^(?P<prog>(?:python[\d.]* -m )?[\w.\-]+(?: serve)?): error: (?P<err>.*)$")
 _ACCESS_OK = '" 200 OK'
-_PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
 _HELD_OPENER_RE = re.compile(r"^Exception in [\w ]+:?\s*$|(?:xception|rror)[^:]*:\s*$")
 
 
@@ -366,7 +365,7 @@ class LogParser:
         if (msg.endswith(":") or msg.startswith("Exception in ")) and _HELD_OPENER_RE.search(msg.rstrip()):
             self._pending = PendingEvent(line=n, ctx=ctx, headline=msg, label="Error", held=True)
             return
-        category = self._warning_category(msg, prefixed, level, colored)
+        category = logtexts.warning_category(self.version_hints, msg, prefixed, level, colored)
         if category:
             self._emit(WarningEvent(n, ctx, msg, category), RecordKind.WARNING, out)
             return
@@ -378,32 +377,6 @@ class LogParser:
         self.counts[RecordKind.OTHER] += 1
         if self.keep_other:
             out.append(OtherLine(n, ctx, msg))
-
-    def _warning_category(self, msg: str, prefixed: bool, level: str | None, colored: bool) -> str:
-        entry = logtexts.match_resolution_warning(msg)
-        if entry is not None:
-            text, lo, hi = entry
-            self.version_hints.add(f"text:{text[:40]}", lo, hi)
-            # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (REFERENCE §2.1).
-            # Python logging's default "WARNING:sglang.srt…:" form (an embedding program configured
-            # logging) says nothing about the release: neither hint.
-            if prefixed:
-                self.version_hints.add("resolution_warning_prefixed", (0, 5, 11), None, weak=True)
-            elif logtexts.strip_logging_default(msg) == msg:
-                self.version_hints.add("resolution_warning_bare", None, (0, 5, 10))
-            return "resolution"
-        if level in ("WARNING", "WARN"):
-            return "level"
-        for text in logtexts.NOTICE_WARNINGS:
-            if text in msg:
-                return "notice"
-        if "Warning: " in msg and _PY_WARNING_RE.search(msg):
-            if "'python -m sglang.launch_server' is still supported" in msg:
-                self.version_hints.add("launch_server_deprecation", (0, 5, 10), None)
-            return "python"
-        if colored and "deprecat" in msg.lower():
-            return "deprecation"
-        return ""
 
     def _label_from_one_liners(self, ev: PendingEvent, msg: str) -> None:
         for pattern, label in logtexts.ONE_LINE_ERRORS:

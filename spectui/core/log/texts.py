@@ -8,6 +8,7 @@ Resolution warnings print as bare lines before logging is configured (≤0.5.10)
 from __future__ import annotations
 
 import re
+from typing import Any
 
 V = tuple[int, ...]
 
@@ -122,3 +123,34 @@ ONE_LINE_ERROR_HINTS: tuple[str, ...] = (
     "sigquit", "SIGQUIT", "dead", "atchdog", "NCCL", "nccl", "Fatal", "failed", "memory", "NaN",
     "Out Of Bound", "assert", "munmap", "free", "Segmentation", "SIGSEGV", "Assertion `",
 )
+
+
+_PY_WARNING_RE = re.compile(r"\b\w*Warning: ")
+
+
+def warning_category(hints: Any, msg: str, prefixed: bool, level: str | None, colored: bool) -> str:
+    """The WarningEvent category of a line, "" when it is no warning; notes version clues in `hints`."""
+    entry = match_resolution_warning(msg)
+    if entry is not None:
+        text, lo, hi = entry
+        hints.add(f"text:{text[:40]}", lo, hi)
+        # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (REFERENCE §2.1).
+        # Python logging's default "WARNING:sglang.srt…:" form (an embedding program configured
+        # logging) says nothing about the release: neither hint.
+        if prefixed:
+            hints.add("resolution_warning_prefixed", (0, 5, 11), None, weak=True)
+        elif strip_logging_default(msg) == msg:
+            hints.add("resolution_warning_bare", None, (0, 5, 10))
+        return "resolution"
+    if level in ("WARNING", "WARN"):
+        return "level"
+    for text in NOTICE_WARNINGS:
+        if text in msg:
+            return "notice"
+    if "Warning: " in msg and _PY_WARNING_RE.search(msg):
+        if "'python -m sglang.launch_server' is still supported" in msg:
+            hints.add("launch_server_deprecation", (0, 5, 10), None)
+        return "python"
+    if colored and "deprecat" in msg.lower():
+        return "deprecation"
+    return ""
