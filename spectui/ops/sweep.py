@@ -210,7 +210,11 @@ class Sweep:
             servers = await discover(self.host)
         except SpectuiError:
             servers = []
-        new = [p for p in servers if tuple(p.argv) == tuple(rplan.new.argv) and p.pid != cur.pid]
+        # the pid the cancelled relaunch started, as its history record says (exact), else by its command line
+        rec = next((r for r in reversed(self.history.read(host=self.host.name)) if r.log == rplan.log_path), None)
+        started = rec.new_pid if rec is not None else None
+        new = [p for p in servers if p.pid == started] or [
+            p for p in servers if tuple(p.argv) == tuple(rplan.new.argv) and p.pid != cur.pid]
         old = [p for p in servers if p.pid == cur.pid and tuple(p.argv) == tuple(cur.argv)]
         if new:
             self.note(f"interrupt: the launch under way (pid {new[0].pid}) is stopped by the restore")
