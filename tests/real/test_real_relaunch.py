@@ -1,0 +1,110 @@
+"""What acts on a real server, as a user runs it: `relaunch` with an edit and back (history kept), an edit the
+real server refuses at start-up (verdict ok, the real warm-up fails) rolled back to the original healthy,
+`bench --baseline` (no speculation measured, then the speculative command back), and `sweep` over NGRAM's own
+knobs with the best picked and the original restored. One server, relaunched in turn (its pid changes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import start_real
+from realkit import RealServer, drafts_ready, get
+
+
+def spectui(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "spectui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+
+
+def only_pid(srv: RealServer) -> int:
+    pids = srv.main_pids()
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+def info(srv: RealServer) -> dict:
+    status, body = get(srv.port, "/server_info", timeout=10)
+    assert status == 200, status
+    return json.loads(body)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
+    server = start_real(tmp_path_factory.mktemp("relaunch") / "run", [])
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_relaunch_with_an_edit_and_back(srv: RealServer, real_state: Path) -> None:
+    first = only_pid(srv)
+    out = spectui("relaunch", "local", "--pid", str(first), "--set", "speculative-num-draft-tokens=2", "--yes",
+                  "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    assert res["healthy"] is True and res["old_pid"] == first and res["new_pid"] != first
+    assert info(srv)["speculative_num_draft_tokens"] == 2  # what the real server runs now
+    assert Path(res["log"]).parent == srv.root and Path(res["log"]).exists()
+    back = spectui("relaunch", "local", "--pid", str(only_pid(srv)), "--set", "speculative-num-draft-tokens=4",
+                   "--yes", "--json")
+    assert back.returncode == 0, back.stdout[-2000:] + back.stderr[-2000:]
+    assert info(srv)["speculative_num_draft_tokens"] == 4
+    from spectui.ops.history import HistoryStore
+
+    launches = HistoryStore().read()
+    assert len(launches) >= 2, launches  # both relaunches are in the history
+
+
+def test_an_edit_refused_at_start_up_is_rolled_back(srv: RealServer) -> None:
+    """A tree draft (topk 2) resolves, so SGLang's own resolution says it starts; this CPU build's decode
+    kernel then fails in warm-up (`RuntimeError: CHECK_EQ(attn_logits.size(0), num_seqs)`)."""
+    draft = drafts_ready() / "draft-eagle"
+    before = only_pid(srv)
+    out = spectui("relaunch", "local", "--pid", str(before), "--set", "speculative-algorithm=EAGLE",
+                  "--set", f"speculative-draft-model-path={draft}", "--set", "speculative-num-steps=3",
+                  "--set", "speculative-eagle-topk=2", "--yes", "--json")
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    assert res["rolled_back"] is True and res["healthy"] is False, res
+    now = only_pid(srv)
+    assert now != before and get(srv.port, "/health")[0] == 200  # the original command, started again
+    assert info(srv)["speculative_algorithm"] == "NGRAM"
+    failed = [p for p in srv.root.glob("server-*.log") if "CHECK_EQ" in p.read_text(errors="replace")]
+    assert failed, "the failed launch's own log should hold the real error"
+
+
+def test_bench_baseline_measures_without_speculation_and_restores(srv: RealServer) -> None:
+    pid = only_pid(srv)
+    out = spectui("bench", "local", "--pid", str(pid), "--baseline", "--yes", "--requests", "4",
+                  "--concurrency", "1", "--max-tokens", "32", "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    assert res["baseline"]["source"] == "measured" and res["baseline"]["output_tokens_per_s"] > 0
+    assert res["speedup"] is not None
+    assert get(srv.port, "/health")[0] == 200 and info(srv)["speculative_algorithm"] == "NGRAM"
+    assert only_pid(srv) != pid  # measured pid stopped for the baseline, the speculative command back
+
+
+def test_sweep_over_ngram_knobs_restores_the_original(srv: RealServer) -> None:
+    pid = only_pid(srv)
+    original = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    out = spectui("sweep", "local", "--pid", str(pid), "--grid", "speculative-num-draft-tokens=2,4",
+                  "--grid", "speculative-ngram-max-bfs-breadth=10", "--requests", "3", "--concurrency", "1",
+                  "--max-tokens", "24", "--yes", "--json", timeout=1500)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    ok = [c for c in res["configs"] if c["status"] == "ok"]
+    assert len(ok) == 2, res["configs"]
+    assert {c["effective"]["speculative_num_draft_tokens"] for c in ok} == {2, 4}
+    assert res["best"] is not None and res["applied"] == "original"
+    assert res["restore"]["healthy"] is True
+    now = only_pid(srv)
+    assert Path(f"/proc/{now}/cmdline").read_bytes().split(b"\0") == original  # the same command line
+    assert info(srv)["speculative_num_draft_tokens"] == 4
