@@ -7,6 +7,7 @@ real children die from a signal to the group)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -30,7 +31,5 @@ def stop(children: list[subprocess.Popen[bytes]]) -> None:
         if child.poll() is None:
             child.kill()
     for child in children:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass

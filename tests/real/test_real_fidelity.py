@@ -19,8 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from realkit import RealServer, alive, chat, free_port, get, group_members, model_dir, server_env
 
-from spectui.core.log import LogParser
-from spectui.core.log.records import DecodeSample, Milestone, PrefillSample
+from spectui.core.log import DecodeSample, LogParser, Milestone, PrefillSample
 
 FLAGS = ["--model-path", model_dir(), "--load-format", "dummy", "--device", "cpu", "--dtype", "bfloat16",
          "--host", "127.0.0.1", "--enable-metrics", "--speculative-algorithm", "NGRAM",

@@ -19,7 +19,7 @@ import pytest
 from conftest import start_real
 from realkit import RealServer, prefix
 
-from spectui.core.log.serverargs import parse_server_args
+from spectui.core.log import parse_server_args
 from spectui.ops.plan import Edits
 from spectui.ops.relaunch import prepare
 from spectui.sources.local import LocalHost

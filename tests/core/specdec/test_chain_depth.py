@@ -1,7 +1,7 @@
 """NGRAM's depth is its draft-token count - 1 (SGLang's log: accept rate = (accept len - 1)/(ndt - 1)), the
 EAGLE family's is num steps; a real NGRAM log line is the evidence (shared/real-sglang README)."""
 
-from spectui.core.rules.depth import depth_metrics
+from spectui.core.rules import depth
 from spectui.core.specdec import chain_depth
 from spectui.core.specdec.theory import accept_len_ceiling
 
@@ -15,6 +15,6 @@ def test_ngram_depth_comes_from_draft_tokens_not_steps() -> None:
 
 def test_real_ngram_line_saturates_at_its_ceiling() -> None:
     # "accept len: 4.00, accept rate: 1.00" with --speculative-num-draft-tokens 4 (the kit's own log)
-    out = depth_metrics({"accept_len": 4.0}, "NGRAM", None, None, 4)
+    out = depth.depth_metrics({"accept_len": 4.0}, "NGRAM", None, None, 4)
     assert out["accept_len_ceiling"] == 4 and out["accept_len_of_ceiling"] == 1.0
     assert "advice_steps" not in out  # no num-steps advice for an n-gram draft
