@@ -2,12 +2,11 @@
 EAGLE family's is num steps; a real NGRAM log line is the evidence (shared/real-sglang README)."""
 
 from spectui.core.rules import depth
-from spectui.core.specdec import chain_depth
-from spectui.core.specdec.theory import accept_len_ceiling
+from spectui.core.specdec import chain_depth, theory
 
 
 def test_ngram_depth_comes_from_draft_tokens_not_steps() -> None:
-    assert chain_depth("NGRAM", None, 4) == 3 and accept_len_ceiling(3) == 4
+    assert chain_depth("NGRAM", None, 4) == 3 and theory.accept_len_ceiling(3) == 4
     assert chain_depth("ngram", 7, 12) == 11  # a stray num steps does not count for n-gram drafts
     assert chain_depth("NGRAM", 5, None) is None
     assert chain_depth("EAGLE3", 3, 16) == 3 and chain_depth("EAGLE", None, 4) is None
