@@ -140,7 +140,7 @@ _REGISTER_RE = re.compile(r"Registering (?P<n>\d+) cuda graph addresses")
 MILESTONE_HINTS: tuple[str, ...] = (
     "server_args=", "Load weight", "KV Cache is allocated", "Memory pool end", "raph ",
     "max_total_num_tokens=", "Uvicorn running on", "fired up and ready to roll", "Init torch distributed begin",
-    "Shutting down", "Finished server process",
+    "Shutting down", "Finished server process", "SIGTERM received",
 )
 
 
@@ -191,6 +191,8 @@ def make_milestone(n: int, ctx: LineContext, msg: str) -> Milestone | None:
         kind = MilestoneKind.DIST_INIT
     elif msg.startswith(("Shutting down", "Finished server process")):
         kind = MilestoneKind.SHUTDOWN
+    elif msg.startswith("SIGTERM received"):  # "… Draining requests and shutting down..." (the launcher's handler)
+        kind, detail = MilestoneKind.SHUTDOWN, {"signal": "SIGTERM"}
     elif "raph addresses" in msg:
         m = _REGISTER_RE.search(msg)
         if m is not None:  # capture is under way: the same stage as "Capture cuda graph begin"
