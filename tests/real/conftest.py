@@ -22,6 +22,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if REAL_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.real)
+            item.add_marker(pytest.mark.timeout(900))  # a real start-up is 20-90 s; relaunches add several
             if why and not os.environ.get("CI"):
                 item.add_marker(pytest.mark.skip(reason=why))
 
