@@ -48,18 +48,26 @@ def _cache_path(root: Path, host: str, version: str) -> Path:
     return root / (_SAFE.sub("_", host) or "host") / f"sglang-{_SAFE.sub('_', version)}.json"
 
 
+def marker_json(stdout: str, marker: str) -> object:
+    """The JSON after `marker` on the last line that starts with it (a script run on the host prints it among
+    whatever SGLang logs). LookupError when no line has it; ValueError when it is not JSON."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(marker):
+            return json.loads(line[len(marker):])
+    raise LookupError(marker)
+
+
 def parse_dump(stdout: str) -> dict[str, Any]:
     """The JSON object of a dump_flags.py run. Raises HostFlagsError."""
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                data = json.loads(line[len(MARKER):])
-            except ValueError as exc:
-                raise HostFlagsError(f"unreadable flag dump ({exc})") from None
-            if not isinstance(data, dict) or not isinstance(data.get("flags"), list) or not data["flags"]:
-                raise HostFlagsError("the flag dump holds no flags")
-            return data
-    raise HostFlagsError("no flag dump in the output (is SGLang installed for that Python?)")
+    try:
+        data = marker_json(stdout, MARKER)
+    except LookupError:
+        raise HostFlagsError("no flag dump in the output (is SGLang installed for that Python?)") from None
+    except ValueError as exc:
+        raise HostFlagsError(f"unreadable flag dump ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("flags"), list) or not data["flags"]:
+        raise HostFlagsError("the flag dump holds no flags")
+    return data
 
 
 def needs_host(version: str | None) -> bool:

@@ -11,7 +11,6 @@ come from the host. An override is still an override: `find_overrides(requested,
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -19,6 +18,7 @@ from typing import Any
 
 from spectui.core.launch.catalogue import CataloguePick
 from spectui.core.launch.explain import explain_error, find_overrides
+from spectui.core.launch.hostflags import marker_json
 from spectui.core.launch.resolve import Resolution, ResolveError
 
 MARKER = "SPECTUI-RESOLVE "
@@ -46,16 +46,16 @@ def is_source_build(version: str | None) -> bool:
 
 
 def parse(stdout: str) -> dict[str, Any]:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                data = json.loads(line[len(MARKER):])
-            except ValueError as exc:
-                raise HostResolveError(f"unreadable resolution ({exc})") from None
-            if not isinstance(data, dict) or data.get("outcome") not in ("ok", "error", "argparse_error"):
-                raise HostResolveError("the resolution holds no outcome")
-            return data
-    raise HostResolveError("no resolution in the output (is SGLang installed for that Python?)")
+    """The answer data/resolve_host.py printed. Raises HostResolveError."""
+    try:
+        data = marker_json(stdout, MARKER)
+    except LookupError:
+        raise HostResolveError("no resolution in the output (is SGLang installed for that Python?)") from None
+    except ValueError as exc:
+        raise HostResolveError(f"unreadable resolution ({exc})") from None
+    if not isinstance(data, dict) or data.get("outcome") not in ("ok", "error", "argparse_error"):
+        raise HostResolveError("the resolution holds no outcome")
+    return data
 
 
 def judge(base: Resolution, dump: Mapping[str, Any], *, device: str | None = None) -> Resolution:
