@@ -127,6 +127,9 @@ def build_payload(prompt: Prompt, *, endpoint: str, model: str, max_tokens: int,
     return body
 
 
+MAX_SSE_LINE = 8 << 20  # bytes of one server-sent event line (a chunk of a few tokens is well under 1 KiB)
+
+
 class _Stream:
     """Incremental SSE parser feeding one RequestRecord."""
 
@@ -143,6 +146,8 @@ class _Stream:
     def feed(self, chunk: bytes, t: float) -> None:
         buf = self.buf + chunk
         *lines, self.buf = buf.split(b"\n")
+        if len(self.buf) > MAX_SSE_LINE:  # one event line no server sends: stop before memory grows with it
+            raise _StreamFailure("ProtocolError", f"an event line over {MAX_SSE_LINE >> 20} MiB without a newline")
         for line in lines:
             self._line(line.rstrip(b"\r"), t)
 
@@ -269,7 +274,7 @@ async def stream_request(http: aiohttp.ClientSession, url: str, body: dict[str, 
         async with http.post(url, data=data, headers=hdrs) as resp:
             rec.status = resp.status
             if resp.status != 200:
-                raw = await resp.read()
+                raw = await resp.content.read(ERROR_DETAIL_CHARS * 4)  # the start says why; never the whole body
                 rec.end = time.perf_counter()
                 rec.error = f"HTTP {resp.status}"
                 rec.error_detail = raw[:ERROR_DETAIL_CHARS].decode("utf-8", "replace") or None
