@@ -55,7 +55,11 @@ class Output:
 
 
 def _die(code_signal: int, out: Output) -> None:
-    """Leave like SGLang's kill_process_tree: SIGKILL (137) — but only this process, never a group."""
+    """Leave like SGLang's kill_process_tree: SIGKILL (137) — this process and its own children (sim/children.py),
+    never a group."""
+    from spectui.sim import children
+
+    children.kill_all()
     for s in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             s.flush()
@@ -234,41 +238,12 @@ class SimApp:
 
     async def _shutdown(self, server: asyncio.AbstractServer, engine_task: asyncio.Task) -> int:
         server.close()
-        if self.fmt.v >= (0, 5, 16) and self.stop_signal == signal.SIGTERM:
-            return await self._sigterm_exit(engine_task)
         for line in self.fmt.uvicorn_shutdown(os.getpid()):
             self.out.log(line)
         engine_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await engine_task
         return 0
-
-    async def _sigterm_exit(self, engine_task: asyncio.Task) -> int:
-        """The launcher's SIGTERM handler as the real 0.5.16 snapshot logs it (shared/real-sglang): drain, and
-        when the signal went to the whole group the children die of it first, so the watchdog reports one
-        and the SIGQUIT cleanup kills the tree (SRV004 in spectui's rules reads that as a stop)."""
-        from spectui.sim import children
-
-        self.out.log(self.fmt.main("SIGTERM received. signum=None frame=None. Draining requests and shutting down..."))
-        await asyncio.sleep(0.3)  # the children's own SIGTERM lands (their default action)
-        dead = [c for c in getattr(self, "children", []) if c.poll() is not None]
-        engine_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await engine_task
-        pid = os.getpid()
-        if dead:
-            name = "detokenizer" if dead[-1] is self.children[-1] else "scheduler_0"
-            for line in (f"Subprocess {name} (pid={dead[-1].pid}) crashed with exit code {dead[-1].returncode}. "
-                         "Triggering SIGQUIT for cleanup...",
-                         "SIGQUIT received. signum=None, frame=None. It usually means one child failed."):
-                self.out.log(self.fmt.main(line))
-        else:
-            self.out.log(self.fmt.main("Gracefully exiting... Remaining number of requests 0. Remaining requests "
-                                       "remaining_rids=[]."))
-        children.stop(getattr(self, "children", []))
-        self.out.log(self.fmt.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}"))
-        _die(signal.SIGKILL, self.out)
-        return 137
 
     async def _engine_guard(self) -> None:
         try:

@@ -15,9 +15,22 @@ NAMES = ("sglang::scheduler", "sglang::detokenizer")
 _CODE = "import os, time\nppid = os.getppid()\nwhile os.getppid() == ppid:\n    time.sleep(0.5)\n"
 
 
+_LIVE: list[subprocess.Popen[bytes]] = []  # this process's children, for kill_all at a "kill_process_tree"
+
+
+def kill_all() -> None:
+    """SIGKILL every child now (SGLang's kill_process_tree takes the children with it)."""
+    for child in _LIVE:
+        with contextlib.suppress(OSError):
+            child.kill()
+    for child in _LIVE:  # reaped here: no zombie outlives the launcher in its group
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            child.wait(timeout=1)
+
+
 def spawn() -> list[subprocess.Popen[bytes]]:
     """The children, started now (argv[0] is the SGLang title; the interpreter runs `_CODE` with -I)."""
-    out = []
+    out = _LIVE
     for name in NAMES:
         out.append(subprocess.Popen([name, "-I", "-c", _CODE], executable=sys.executable,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

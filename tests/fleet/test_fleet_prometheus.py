@@ -94,7 +94,7 @@ def test_selector_and_no_spec_instance(fleet, capsys) -> None:
 def test_human_table_and_baseline(fleet, capsys) -> None:
     healthy = fleet.sims["healthy"]
     code, out, err = run_fleet(capsys, "--prometheus", fleet.url, "--selector", 'job="sglang"',
-                               "--baseline", f"{healthy.instance}=1000000")
+                               "--baseline", f"{healthy.instance}=100000000")
     assert code == 1
     lines = out.splitlines()
     rows = [ln for ln in lines if ln.startswith("127.0.0.1:")]
@@ -104,7 +104,8 @@ def test_human_table_and_baseline(fleet, capsys) -> None:
     header = next(ln for ln in lines if ln.startswith("instance"))
     assert "x base" in header
     (row,) = [ln for ln in rows if ln.startswith(healthy.instance)]
-    assert "0.00x" in row.split()  # a decode speed of ~1,000 against 1,000,000
+    # a decode speed of ~10,000 (the simulator at --sim-time-scale 20, one clock: #23) against 100,000,000
+    assert "0.00x" in row.split()
     code, out, _ = run_fleet(capsys, "--prometheus", fleet.url, "--selector", 'job="sglang"')
     assert "x base" not in out  # no baseline, no column
 

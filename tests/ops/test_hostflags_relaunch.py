@@ -25,7 +25,8 @@ def test_relaunch_plan_uses_the_hosts_own_flags(tmp_path: Path) -> None:
              "--speculative-num-draft-tokens", "4")
     with stub_server(site, port, tmp_path / "server.log", *chain) as proc:
         res = spectui("relaunch", "local", "--pid", str(proc.pid), "--set", f"{FUTURE_FLAG[2:]}=3",
-                      "--set", "speculative-num-steps=4", "--dry-run", "--json", cache=cache)
+                      "--set", "speculative-num-steps=4", "--set", "speculative-num-draft-tokens=5", "--dry-run",
+                      "--json", cache=cache)  # a chain of 5: nothing for SGLang to override (#23)
         doc = _plan(res)
         assert doc["catalogue"]["source"] == "host" and doc["catalogue"]["exact"]
         assert doc["catalogue"]["version"] == "0.5.99" and sys.executable in doc["catalogue"]["why"]
