@@ -19,9 +19,13 @@ async def judge_on_host(host: Any, server: Any, plan: RelaunchPlan, version: str
     """A source build (`0.5.16.dev0+g2f14d6c6`) is judged by the host's own SGLang: its argparse and
     ServerArgs resolution run with the server's Python on the old and the new command line. Where the host
     cannot say, the replayed rules stand and the plan says why."""
-    if not is_source_build(version):
+    if version is not None and not is_source_build(version):
         return plan
     try:
+        if version is None:  # a gone server (nothing to ask /server_info): the installation it ran says
+            probe = await host_resolution(host, server, list(resolvable_args(plan.new)))
+            if not is_source_build(probe.get("sglang_version")):
+                return plan
         if plan.changes:  # the old command too, for what changes in effect: both at once
             new, old = await asyncio.gather(host_resolution(host, server, list(resolvable_args(plan.new))),
                                             host_resolution(host, server, list(resolvable_args(plan.old))))

@@ -33,6 +33,15 @@ def info(srv: RealServer) -> dict:
     return json.loads(body)
 
 
+def ensure_up(srv: RealServer) -> None:
+    """Each test starts from the original server: one an earlier test left dead is started again by hand."""
+    if get(srv.port, "/health", timeout=5)[0] == 200 and len(srv.main_pids()) == 1:
+        return
+    srv.stop()
+    srv.start()
+    srv.wait_healthy()
+
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
     server = start_real(tmp_path_factory.mktemp("relaunch") / "run", [])
@@ -44,6 +53,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
 
 
 def test_relaunch_with_an_edit_and_back(srv: RealServer, real_state: Path) -> None:
+    ensure_up(srv)
     first = only_pid(srv)
     out = spectui("relaunch", "local", "--pid", str(first), "--set", "speculative-num-draft-tokens=2", "--yes",
                   "--json")
@@ -62,25 +72,34 @@ def test_relaunch_with_an_edit_and_back(srv: RealServer, real_state: Path) -> No
     assert len(launches) >= 2, launches  # both relaunches are in the history
 
 
-def test_an_edit_refused_at_start_up_is_rolled_back(srv: RealServer) -> None:
-    """A tree draft (topk 2) resolves, so SGLang's own resolution says it starts; this CPU build's decode
-    kernel then fails in warm-up (`RuntimeError: CHECK_EQ(attn_logits.size(0), num_seqs)`)."""
-    draft = drafts_ready() / "draft-eagle"
+def test_an_edit_refused_at_start_up_is_rolled_back(srv: RealServer, tmp_path: Path) -> None:
+    """An EAGLE-3 draft whose config.json lacks draft_vocab_size: SGLang's own resolution accepts the flags
+    (the verdict says it starts), then the draft fails to load (`AttributeError: 'LlamaConfig' object has no
+    attribute 'draft_vocab_size'`) and the real server exits during start-up."""
+    ensure_up(srv)
+    draft = tmp_path / "draft3-novocab"
+    draft.mkdir()
+    for f in (drafts_ready() / "draft-eagle3").iterdir():
+        (draft / f.name).write_bytes(f.read_bytes())
+    cfg = json.loads((draft / "config.json").read_text())
+    cfg.pop("draft_vocab_size", None)
+    (draft / "config.json").write_text(json.dumps(cfg))
     before = only_pid(srv)
-    out = spectui("relaunch", "local", "--pid", str(before), "--set", "speculative-algorithm=EAGLE",
+    out = spectui("relaunch", "local", "--pid", str(before), "--set", "speculative-algorithm=EAGLE3",
                   "--set", f"speculative-draft-model-path={draft}", "--set", "speculative-num-steps=3",
-                  "--set", "speculative-eagle-topk=2", "--yes", "--json")
+                  "--set", "speculative-eagle-topk=1", "--yes", "--json")
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     res = json.loads(out.stdout)
     assert res["rolled_back"] is True and res["healthy"] is False, res
     now = only_pid(srv)
     assert now != before and get(srv.port, "/health")[0] == 200  # the original command, started again
     assert info(srv)["speculative_algorithm"] == "NGRAM"
-    failed = [p for p in srv.root.glob("server-*.log") if "CHECK_EQ" in p.read_text(errors="replace")]
+    failed = [p for p in srv.root.glob("server-*.log") if "draft_vocab_size" in p.read_text(errors="replace")]
     assert failed, "the failed launch's own log should hold the real error"
 
 
 def test_bench_baseline_measures_without_speculation_and_restores(srv: RealServer) -> None:
+    ensure_up(srv)
     pid = only_pid(srv)
     out = spectui("bench", "local", "--pid", str(pid), "--baseline", "--yes", "--requests", "4",
                   "--concurrency", "1", "--max-tokens", "32", "--json")
@@ -93,6 +112,7 @@ def test_bench_baseline_measures_without_speculation_and_restores(srv: RealServe
 
 
 def test_sweep_over_ngram_knobs_restores_the_original(srv: RealServer) -> None:
+    ensure_up(srv)
     pid = only_pid(srv)
     original = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     out = spectui("sweep", "local", "--pid", str(pid), "--grid", "speculative-num-draft-tokens=2,4",
