@@ -104,7 +104,12 @@ class Sweep:
         s = base.server
         reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr,
                                                                     server_api_key(s.argv))
-        self.plan = plan_sweep(s, self.axes, host_name=self.host.name, server_version=reported)
+        from spectui.ops.hostjudge import judge_on_host
+        from spectui.ops.sweep_plan import grid_plans
+
+        plans = grid_plans(s, self.axes, host_name=self.host.name, server_version=reported)
+        plans = [await judge_on_host(self.host, s, p, reported) for p in plans]  # a source build: its own SGLang
+        self.plan = plan_sweep(s, self.axes, host_name=self.host.name, server_version=reported, plans=plans)
         self.current = _Current(s.pid, tuple(s.argv), dict(s.env), "original")
         return self.plan
 

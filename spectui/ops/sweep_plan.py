@@ -158,16 +158,26 @@ def _refusal(plan: Any) -> str:
     return f"{why} ({explanation})" if explanation else why
 
 
-def plan_sweep(server: ServerProcess, axes: Sequence[Axis], *, host_name: str, server_version: str | None,
-               now: datetime | None = None) -> SweepPlan:
-    """Every combination planned as relaunch would plan it; nothing on the host changes."""
+def grid_plans(server: ServerProcess, axes: Sequence[Axis], *, host_name: str, server_version: str | None,
+               now: datetime | None = None) -> list[Any]:
+    """The relaunch plan of every combination, judged with the bundled releases (ops.hostjudge re-judges
+    a source build's with the host's own SGLang before plan_sweep reads them)."""
     now = now or datetime.now()
+    return [build_plan(server, edits_for(values, server.argv, server.env), host_name=host_name, now=now,
+                       server_version=server_version) for values in combinations(axes)]
+
+
+def plan_sweep(server: ServerProcess, axes: Sequence[Axis], *, host_name: str, server_version: str | None,
+               now: datetime | None = None, plans: Sequence[Any] | None = None) -> SweepPlan:
+    """Every combination planned as relaunch would plan it (`plans`: grid_plans' result, possibly judged by
+    the host); nothing on the host changes."""
+    plans = list(plans) if plans is not None else grid_plans(server, axes, host_name=host_name,
+                                                             server_version=server_version, now=now)
     configs: list[PlannedConfig] = []
     seen: dict[str, int] = {}
     version, note = "", ""
     for i, values in enumerate(combinations(axes)):
-        edits = edits_for(values, server.argv, server.env)
-        plan = build_plan(server, edits, host_name=host_name, now=now, server_version=server_version)
+        plan = plans[i]
         version, note = plan.version, plan.version_note
         cfg = PlannedConfig(i, dict(values), "pending", warnings=list(plan.resolution.warnings))
         if plan.needs_force:
