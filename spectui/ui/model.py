@@ -78,6 +78,7 @@ class ConfigView:
     requested_known: bool = False
     warnings: tuple[str, ...] = ()
     problem: str = ""  # the resolver could not judge the launch (argparse rejects it): why, for the caption
+    device: str | None = None  # --device as the server runs it (cpu: no CUDA graphs to miss)
 
     def value(self, key: str) -> object | None:
         for row in self.rows:
@@ -112,7 +113,9 @@ def build_config_view(
         r, e = req.get(key), effective.get(key)
         differs = key in req and key in effective and _norm(r) != _norm(e)
         rows.append(ConfigRow(key, r, e, differs))
-    return ConfigView(tuple(rows), source, requested is not None, tuple(warnings), problem)
+    device = effective.get("device") or req.get("device")
+    return ConfigView(tuple(rows), source, requested is not None, tuple(warnings), problem,
+                      str(device) if device else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,7 +206,9 @@ def test_the_pair_is_judged_alike(pair, tmp_path: Path) -> None:
         out = subprocess.run([sys.executable, "-m", "spectui.cli", "check", str(s.log), "--json"],
                              capture_output=True, text=True, timeout=120)
         rep = json.loads(out.stdout)
-        return rep["phase"], {d["rule"] for d in rep["diagnoses"] if d["rule"] != "SPEC028"}
+        # SPEC028 names the simulator; SRV004 reads the real server's SIGTERM-to-the-group lines, which the
+        # simulator does not print (a difference kept: docs/SIMULATOR.md §3a). Both are stops.
+        return rep["phase"], {d["rule"] for d in rep["diagnoses"] if d["rule"] not in ("SPEC028", "SRV004")}
 
     assert said(real) == said(sim)
 

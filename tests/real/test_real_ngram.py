@@ -256,7 +256,21 @@ def test_sigkill_is_gone_and_the_dead_server_starts_again(srv: RealServer) -> No
     check = json.loads(spectui("check", str(srv.log), "--json").stdout)
     assert check["phase"] != "stopped"  # no shutdown line: a kill, not a stop
     # Started again from what is known of it (the log's launch, the history), with its own environment.
-    out = spectui("relaunch", f"local:{srv.log}", "--yes", "--json", timeout=400)
+    # Nothing recorded this server's environment (serve.sh started it, not spectui): the plan says so, and
+    # the operator gives what the kit's server needs, as the note asks.
+    dry = spectui("relaunch", f"local:{srv.log}", "--dry-run", "--json", timeout=400)
+    assert dry.returncode == 0, dry.stdout[-1500:] + dry.stderr[-1500:]
+    plan = json.loads(dry.stdout)
+    assert plan.get("from_known") is True and "environment" in plan.get("known_note", ""), plan.get("known_note")
+    assert plan["catalogue"]["source"] == "host-resolution" and plan["verdict"] == "ok", plan["verdict_detail"]
+    from realkit import prefix, server_env
+
+    needed = {"SGLANG_USE_CPU_ENGINE": "1", "LD_PRELOAD": str(prefix() / "venv" / "lib" / "libiomp5.so"),
+              "TVM_FFI_CACHE_DIR": str(prefix() / "tvm-ffi-cache"), "HF_HUB_OFFLINE": "1"}
+    if "PYTHONPATH" in server_env():
+        needed["PYTHONPATH"] = server_env()["PYTHONPATH"]
+    sets = [w for k, v in needed.items() for w in ("--set-env", f"{k}={v}")]
+    out = spectui("relaunch", f"local:{srv.log}", *sets, "--yes", "--json", timeout=400)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     res = json.loads(out.stdout)
     assert res.get("healthy") is True or res.get("outcome") in ("healthy", "ok"), res

@@ -40,7 +40,7 @@ CASES = [
     (["speculative-algorithm=EAGLE", "speculative-num-steps=1", "speculative-eagle-topk=1"], "overridden",
      {"speculative_num_draft_tokens": 2}),  # the seed override: draft tokens 4 -> steps + 1
     (["speculative-algorithm=EAGLE", "speculative-num-steps=3", "speculative-eagle-topk=2",
-      "speculative-use-rejection-sampling="], "error", None),
+      "speculative-use-rejection-sampling"], "error", None),
 ]
 
 

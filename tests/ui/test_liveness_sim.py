@@ -66,7 +66,9 @@ async def test_sigstop_shows_not_healthy_with_the_reason_and_sigcont_recovers(la
             assert "healthy" in header(app) and "NOT HEALTHY" not in header(app)
             os.kill(pid, signal.SIGSTOP)
             took = await wait_for(lambda: dash.health is not None and dash.health.state == "unhealthy", pilot)
-            assert took < 8, f"unhealthy only after {took:.1f} s"
+            # FAST judges after ~2 s of silence; the bound only catches "never" (a busy CI machine, with the
+            # real-server tier starting servers on the other worker, has made it 12 s)
+            assert took < 30, f"unhealthy only after {took:.1f} s"
             text = header(app)
             assert "NOT HEALTHY" in text and "no /health answer for" in text, text
             assert "SERVING" in text  # the log's phase is still what the log said; the health says the rest

@@ -126,7 +126,7 @@ class SpecPanel(Widget):
         t.append(f"running {s.running_req if s.running_req is not None else '–'}")
         t.append(f"  queued {s.queue_req if s.queue_req is not None else '–'}")
         t.append(f"  usage {_f(s.token_usage)}")
-        device = (getattr(s, "server_args", None) or {}).get("device") or d.config.value("device")
+        device = (getattr(s, "server_args", None) or {}).get("device") or d.config.device
         if s.graph is not None and str(device or "").lower() == "cpu":
             t.append(f"  cpu graph {'on' if s.graph else 'off'}", "dim")  # the CPU backend's norm: no alarm
         elif s.graph is not None:
