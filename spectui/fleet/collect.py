@@ -2,7 +2,7 @@
 
 Queries (each an instant query on /api/v1/query, SEL = the --selector label matchers):
   up{SEL}                                             which targets exist and whether the last scrape worked
-  {__name__=~"sglang:(gen_throughput|...)",SEL}       every metric fleet reads, in one round trip
+  {__name__=~"sglang[:_](gen_throughput|...)",SEL}    every metric fleet reads, in one round trip (both spellings)
   min_over_time(sglang:num_queue_reqs{SEL}[W])        did the queue ever empty over the look-back window
   sum by (job, instance) (rate(sglang:generation_tokens_total{SEL}[W]))   only for targets without gen_throughput
 Without a selector, only the jobs that exposed sglang:num_running_reqs within the last hour are listed
@@ -78,6 +78,12 @@ def _matchers(sel: str, *extra: str) -> str:
     return "{" + ",".join(x for x in (*extra, sel) if x) + "}"
 
 
+def _metric(name: str, sel: str = "") -> str:
+    """A vector selector for SGLang's `sglang:NAME` in either spelling a scrape stores: `sglang:NAME` (text
+    format) or `sglang_NAME` (OpenMetrics from a newer prometheus_client, as the real 0.5.16 server gives)."""
+    return _matchers(sel, f'__name__=~"sglang[:_]{re.escape(name.removeprefix("sglang:"))}"')
+
+
 def collect(client: PrometheusClient, selector: str | None = None, *, baselines: Baselines | None = None,
             window: str = "1m") -> FleetSnapshot:
     """Ask Prometheus about every SGLang target the selector matches; raise FleetInputError when none does."""
@@ -89,13 +95,13 @@ def collect(client: PrometheusClient, selector: str | None = None, *, baselines:
     except FleetInputError as exc:
         raise FleetInputError(f"--selector {selector!r}: {exc}") from None
     names = "|".join(re.escape(n.removeprefix("sglang:")) for n in ALL_NAMES)
-    series = client.query(_matchers(sel, f'__name__=~"sglang:({names})"'))
+    series = client.query(_matchers(sel, f'__name__=~"sglang[:_]({names})"'))
     by_instance = split_by_instance(series)
     records: dict[Key, InstanceMetrics] = {}
     if sel:
         wanted_jobs = None
     else:
-        recent = client.query(f"count by (job) (last_over_time(sglang:num_running_reqs[{DISCOVERY_LOOKBACK}]))")
+        recent = client.query(f"count by (job) (last_over_time({_metric('num_running_reqs')}[{DISCOVERY_LOOKBACK}]))")
         wanted_jobs = {s.labels.get("job", "") for s in recent} | {k[0] for k in by_instance}
     for s in up:
         key = (s.labels.get("job", ""), s.labels.get("instance", ""))
@@ -134,7 +140,7 @@ def _nothing_matched(client: PrometheusClient, sel: str, selector: str | None, u
 def _queue_window(client: PrometheusClient, sel: str, window: str, records: dict[Key, InstanceMetrics]) -> None:
     if not any(r.queued for r in records.values()):
         return
-    samples = client.query(f"min_over_time(sglang:num_queue_reqs{_matchers(sel)}[{window}])")
+    samples = client.query(f"min_over_time({_metric('num_queue_reqs', sel)}[{window}])")
     for key, group in split_by_instance(samples).items():
         if key in records:
             records[key].queued_min = int(round(sum(max(0.0, s.value) for s in group if s.value == s.value)))
@@ -146,7 +152,7 @@ def _throughput_fallback(client: PrometheusClient, sel: str, window: str,
     missing = [r for r in records.values() if r.up is not False and r.gen_tokens_per_s is None]
     if not missing:
         return
-    samples = client.query(f"sum by (job, instance) (rate({GEN_TOKENS_COUNTER}{_matchers(sel)}[{window}]))")
+    samples = client.query(f"sum by (job, instance) (rate({_metric(GEN_TOKENS_COUNTER, sel)}[{window}]))")
     for key, group in split_by_instance(samples).items():
         record = records.get(key)
         if record is not None and record.gen_tokens_per_s is None and group and group[0].value == group[0].value:

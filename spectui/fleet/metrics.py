@@ -80,8 +80,14 @@ class InstanceMetrics:
 
     @property
     def ceiling(self) -> int | None:
-        """The most an accept length can be: steps + 1 (chain or tree), when the steps are known."""
-        return self.steps + 1 if self.steps else None
+        """The most an accept length can be: steps + 1 (chain or tree), when the steps are known; NGRAM
+        exports 0 steps (the real server: `spec_num_steps 0`, `spec_num_draft_tokens 4`) and verifies its
+        draft tokens, so there it is the draft-token count (specdec.chain_depth)."""
+        if self.steps:
+            return self.steps + 1
+        if self.steps == 0 and self.draft_tokens and self.draft_tokens >= 2:
+            return int(self.draft_tokens)
+        return None
 
     @property
     def vs_baseline(self) -> float | None:
@@ -178,6 +184,8 @@ def fold(record: InstanceMetrics, samples: list[Sample]) -> InstanceMetrics:
     for fieldname in ("steps", "draft_tokens"):
         values = [v for v in ranks.get(fieldname, {}).values() if v > 0]
         setattr(record, fieldname, int(round(max(values))) if values else None)
+    if record.steps is None and record.draft_tokens and 0 in ranks.get("steps", {}).values():
+        record.steps = 0  # NGRAM: no draft forwards, draft tokens verified (the real server exports exactly that)
     keys = set().union(*(r.keys() for r in ranks.values())) if ranks else set()
     record.ranks = len(keys)
     record.models = tuple(sorted({s.labels["model_name"] for s in samples if s.labels.get("model_name")}))

@@ -33,7 +33,11 @@ class Sample:
 
     @property
     def name(self) -> str:
-        return self.labels.get("__name__", "")
+        """The metric's name as SGLang's registry names it (`sglang:num_running_reqs`). A scrape in OpenMetrics
+        (what Prometheus asks for first) of a newer prometheus_client gives `sglang_num_running_reqs` (the real
+        0.5.16 server does): both are the same metric."""
+        name = self.labels.get("__name__", "")
+        return "sglang:" + name[7:] if name.startswith("sglang_") else name
 
 
 @dataclass(frozen=True, slots=True)

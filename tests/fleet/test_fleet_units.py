@@ -149,7 +149,7 @@ def test_old_release_without_gen_throughput_uses_counter_rate() -> None:
         if q.startswith("{__name__"):
             return httpx.Response(200, json=_vector(({"__name__": "sglang:num_running_reqs", **labels}, 3),
                                                     ({"__name__": "sglang:spec_accept_length", **labels}, 2.2)))
-        if q.startswith("sum by (job, instance) (rate(sglang:generation_tokens_total"):
+        if q.startswith("sum by (job, instance) (rate(") and "generation_tokens_total" in q:
             return httpx.Response(200, json=_vector((labels, 250.0)))
         return httpx.Response(200, json=_vector())
 
@@ -160,3 +160,19 @@ def test_old_release_without_gen_throughput_uses_counter_rate() -> None:
     doc = json.loads(json.dumps(snap.to_json()))
     assert doc["instances"][0]["accept_len"] == 2.2 and doc["instances"][0]["diagnoses"] == []
     assert snap.exit_code == 0
+
+
+def test_openmetrics_names_and_ngram_ceiling() -> None:
+    """A newer prometheus_client scraped in OpenMetrics stores `sglang_NAME` (the real 0.5.16 server does);
+    NGRAM exports 0 steps and its draft tokens: the ceiling is the draft-token count."""
+    from spectui.fleet.metrics import InstanceMetrics, fold
+    from spectui.fleet.prom import Sample
+
+    base = {"job": "sglang", "instance": "127.0.0.1:30000", "tp_rank": "0"}
+    samples = [Sample({**base, "__name__": "sglang_spec_accept_length"}, 3.8),
+               Sample({**base, "__name__": "sglang_spec_num_steps"}, 0.0),
+               Sample({**base, "__name__": "sglang_spec_num_draft_tokens"}, 4.0),
+               Sample({**base, "__name__": "sglang_num_running_reqs"}, 1.0)]
+    rec = fold(InstanceMetrics(job="sglang", instance="127.0.0.1:30000"), samples)
+    assert rec.accept_len == 3.8 and rec.running == 1 and rec.steps == 0 and rec.draft_tokens == 4
+    assert rec.ceiling == 4 and rec.speculative

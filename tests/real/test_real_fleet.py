@@ -57,6 +57,7 @@ def test_fleet_lists_the_real_server_from_prometheus(srv: RealServer, tmp_path: 
         assert found, "the real server is not listed"
         inst = found[0]
         assert inst["speculative"] is True and 1.0 <= inst["accept_len"] <= 4.0, inst
+        assert inst["ceiling"] == 4, inst  # NGRAM: 0 steps exported, 4 draft tokens verified
         # Prometheus's own target is no SGLang instance: only what exports SGLang's families is listed.
         assert all(i["job"] == "sglang" for i in json.loads(out.stdout)["instances"])
     finally:
