@@ -49,6 +49,17 @@ def real_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ["XDG_STATE_HOME"] = saved
 
 
+@pytest.fixture(scope="module")
+def kit_server(tmp_path_factory: pytest.TempPathFactory, real_state: Path) -> Iterator[RealServer]:
+    """The kit's default server (NGRAM, 4 draft tokens), healthy, for the whole module; stopped by its group."""
+    server = start_real(tmp_path_factory.mktemp("kit") / "run", [])
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
 def start_real(root: Path, flags: list[str], *, log: str = "server.log") -> RealServer:
     root.mkdir(parents=True, exist_ok=True)
     server = RealServer(root, free_port(), list(flags), log_name=log)

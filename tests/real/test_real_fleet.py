@@ -14,20 +14,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import start_real
 from realkit import RealServer, chat, free_port
 
 PROMETHEUS = os.environ.get("SPECTUI_TEST_PROMETHEUS") or shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
-    server = start_real(tmp_path_factory.mktemp("fleet") / "run", [])
-    try:
-        server.wait_healthy()
-        yield server
-    finally:
-        server.stop()
+def srv(kit_server: RealServer) -> RealServer:
+    return kit_server
 
 
 def test_fleet_lists_the_real_server_from_prometheus(srv: RealServer, tmp_path: Path) -> None:

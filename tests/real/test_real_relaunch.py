@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import start_real
 from realkit import RealServer, drafts_ready, get
 
 
@@ -43,13 +42,8 @@ def ensure_up(srv: RealServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
-    server = start_real(tmp_path_factory.mktemp("relaunch") / "run", [])
-    try:
-        server.wait_healthy()
-        yield server
-    finally:
-        server.stop()
+def srv(kit_server: RealServer) -> RealServer:
+    return kit_server
 
 
 def test_relaunch_with_an_edit_and_back(srv: RealServer, real_state: Path) -> None:

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import start_real
 from realkit import RealServer, prefix
 
 from spectui.core.log import parse_server_args
@@ -51,13 +50,8 @@ def edits_of(words: list[str]) -> Edits:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory, real_state: Path):
-    server = start_real(tmp_path_factory.mktemp("verdicts") / "base", [])
-    try:
-        server.wait_healthy()
-        yield server
-    finally:
-        server.stop()
+def base(kit_server: RealServer) -> RealServer:
+    return kit_server
 
 
 def real_outcome(log: Path, proc: subprocess.Popen[bytes], timeout: float = 240) -> tuple[str, dict | None]:
