@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realkit import RealServer, free_port, missing
+from realkit import RealServer, missing, start_real
 
 REAL_DIR = Path(__file__).parent
 
@@ -60,8 +60,3 @@ def kit_server(tmp_path_factory: pytest.TempPathFactory, real_state: Path) -> It
         server.stop()
 
 
-def start_real(root: Path, flags: list[str], *, log: str = "server.log") -> RealServer:
-    root.mkdir(parents=True, exist_ok=True)
-    server = RealServer(root, free_port(), list(flags), log_name=log)
-    server.start()
-    return server

@@ -232,3 +232,11 @@ def free_port() -> int:
     from spectui.commands.demorun import free_port as _free
 
     return _free()
+
+
+def start_real(root: Path, flags: list[str], *, log: str = "server.log") -> RealServer:
+    """A kit server started in `root` (made if missing) on a free port; not yet healthy."""
+    root.mkdir(parents=True, exist_ok=True)
+    server = RealServer(root, free_port(), list(flags), log_name=log)
+    server.start()
+    return server

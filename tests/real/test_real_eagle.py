@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import start_real
-from realkit import RealServer, chat, drafts_ready, generate, get
+from realkit import RealServer, chat, drafts_ready, generate, get, start_real
 
 SEED = ["--speculative-num-steps", "1", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16"]
 

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import start_real
-from realkit import RealServer, alive, chat, get, group_members
+from realkit import RealServer, alive, chat, get, group_members, start_real
 
 from spectui.sources.discover import discover
 from spectui.sources.local import LocalHost
