@@ -21,7 +21,7 @@ from spectui.ui import screens
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.sweep import SweepScreen
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(autouse=True)
