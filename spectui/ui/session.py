@@ -39,12 +39,15 @@ class Session:
     def pid(self) -> int | None:
         return self.current_pid if self.current_pid is not None else getattr(self.server, "pid", None)
 
-    def open_tail(self, path: str) -> AsyncIterator[TailEvent]:
+    def open_tail(self, path: str, *, from_start: bool | None = None) -> AsyncIterator[TailEvent]:
+        """A tail of `path`: from its start when `from_start` (a relaunch's or a successor's new log: every
+        line of the new launch), else as the session reads (a server's log: its end, after a backfill)."""
         if self.tail_factory is not None:
             return self.tail_factory(path)
         from spectui.sources.tail import LogTail
 
-        return LogTail(self.host, path, from_start=self.from_start).__aiter__()
+        whole = self.from_start if from_start is None else from_start
+        return LogTail(self.host, path, from_start=whole).__aiter__()
 
 
 def replay_lines(lines: list[str], *, chunk: int = 0) -> TailFactory:

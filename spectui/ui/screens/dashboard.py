@@ -154,11 +154,11 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
     # ---- following -------------------------------------------------------------------------------
 
     @work(exclusive=True, group="tail")
-    async def follow(self, path: str) -> None:
-        """Read tail events; lines only go to the pending list (flushed by a timer)."""
+    async def follow(self, path: str, from_start: bool | None = None) -> None:
+        """Read tail events into the pending list (flushed by a timer); `from_start`: a new launch's log."""
         self.tail_done = False
         try:
-            async for event in self.session.open_tail(path):
+            async for event in self.session.open_tail(path, from_start=from_start):
                 if isinstance(event, TailState):
                     self.connection = str(event.state.value if hasattr(event.state, "value") else event.state)
                     self._refresh_header()
@@ -326,7 +326,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
         log.begin_file()  # the gutter counts the new file's own lines from 1
         self.log_path = path
         self._update_log_title()
-        self.follow(path)
+        self.follow(path, from_start=True)  # a new launch: every line of it, start-up included
 
     def mark_line(self, text: str) -> None:
         """A marker line of the cockpit's own in the log pane (relaunch, successor), coloured as a milestone."""
