@@ -45,12 +45,15 @@ class TailLines:
     `first_line` is the 1-based number of `lines[0]` in the file being followed; `end_offset` is the byte
     offset just after the last line's newline: resuming there loses and repeats nothing.
     `backfill` marks lines read on attach for context (they were in the file before the tail started).
+    `header` marks the current launch's start-up line (its `server_args=`) found before the backfill on
+    attach: an analysis input, not part of the contiguous stream (the next event does not follow it).
     """
 
     lines: tuple[str, ...]
     first_line: int
     end_offset: int
     backfill: bool = False
+    header: bool = False
 
 
 @dataclass(frozen=True, slots=True)

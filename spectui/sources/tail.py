@@ -27,6 +27,7 @@ from spectui.sources.base import ConnState, FileStat, Host, TailEvent, TailLines
 
 CHUNK = 256 * 1024
 MAX_PARTIAL = 1024 * 1024  # a "line" longer than this is handed out without its newline
+HEADER_MARK = b"server_args="  # a launch's start-up line (core.log.fields reads it)
 BACKOFF = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
@@ -43,11 +44,15 @@ class LogTail:
         identity_check: float = 5.0,
         lost_after: float = 30.0,
         missing_retry: float = 1.0,
+        launch_header: bool = False,
     ) -> None:
         self.host = host
         self.path = path
         self.from_start = from_start
         self.backfill_lines = backfill_lines
+        # On attach, also hand out the current launch's server_args line when the backfill misses it (a
+        # server up for hours): the cockpit's effective config and its override rules need it.
+        self.launch_header = launch_header
         self.identity_check = identity_check  # seconds between identity checks without a notifier hint
         self.lost_after = lost_after  # reconnecting longer than this is reported as "lost"
         self.missing_retry = missing_retry
@@ -289,11 +294,27 @@ class LogTail:
         self.offset = first_offset
         self.next_line = await self._count_lines(f, first_offset) + 1
         self._partial = b""
+        if self.launch_header and first_offset > 0 and not any(HEADER_MARK in p for p in pieces):
+            header = await self._launch_header(first_offset)
+            if header is not None:
+                yield TailLines((header[1],), header[0], first_offset, backfill=True, header=True)
         if pieces:
             yield self._emit(pieces, backfill=True)
         self._partial = tail[end - start :]
         if len(self._partial) >= MAX_PARTIAL:
             self._partial = b""
+
+    async def _launch_header(self, end: int) -> tuple[int, str] | None:
+        """The last `server_args=` line in the first `end` bytes, with its number: one `grep -F` on the
+        host (a 1 GB log reads in about a second). None when there is none or the host cannot run it."""
+        script = 'head -c "$1" -- "$2" | grep -n -a -F -e "$3" | tail -n 1'
+        with contextlib.suppress(HostError, OSError, ValueError):
+            res = await self.host.run(["sh", "-c", script, "sh", str(end), self.path, HEADER_MARK.decode()],
+                                      timeout=120)
+            number, sep, text = res.stdout.rstrip("\n").partition(":")
+            if res.exit_status == 0 and sep and number.isdigit():
+                return int(number), text.removesuffix("\r")
+        return None
 
     async def _count_lines(self, f, end: int) -> int:  # type: ignore[no-untyped-def]
         """Newlines in the first `end` bytes: one `head | wc -l` on the host, else read and count."""

@@ -156,7 +156,11 @@ class Cockpit:
 
     # ---- feeding -----------------------------------------------------------------------------
 
-    def feed(self, lines: Sequence[str], now: float | None = None) -> CockpitUpdate:
+    def feed(self, lines: Sequence[str], now: float | None = None, first_line: int | None = None) -> CockpitUpdate:
+        """`first_line`: the stream's number of lines[0] when known (a tail that starts mid-file), so that
+        records, kinds and evidence carry the numbers the log pane shows."""
+        if first_line is not None and first_line != self.pipeline.parser.next_line:
+            self.pipeline.parser.skip_to(first_line)
         return self._absorb(self.pipeline.feed_lines(lines), now)
 
     def finish(self, now: float | None = None) -> CockpitUpdate:

@@ -47,7 +47,7 @@ class Session:
         from spectui.sources.tail import LogTail
 
         whole = self.from_start if from_start is None else from_start
-        return LogTail(self.host, path, from_start=whole).__aiter__()
+        return LogTail(self.host, path, from_start=whole, launch_header=True).__aiter__()
 
 
 def replay_lines(lines: list[str], *, chunk: int = 0) -> TailFactory:

@@ -27,9 +27,10 @@ SEED_FLAGS = ["--model-path", "/models/kimi-k2.5-int4", "--speculative-algorithm
 SIM_FAST_ENV = {"SPECTUI_SIM_TIME_SCALE": "40", "SPECTUI_SIM_TRAFFIC": "4"}
 
 
-def health(port: int) -> int | None:
+def health(port: int, timeout: float = 10) -> int | None:
+    """/health's status, or None. 10 s: on a loaded CI machine (the real tier beside) 2 s was seen to expire."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=timeout) as resp:
             return resp.status
     except Exception:
         return None

@@ -75,3 +75,30 @@ async def test_missing_file_says_so_then_follows_when_it_appears(tmp_path: Path)
         assert "missing" in out.states[0].detail and str(log) in out.states[0].detail
         log.write_text("hello\n")
         await wait_for(out, lambda o: o.lines == ["hello"])
+
+
+async def test_launch_header_is_the_current_launchs_server_args_line_before_the_backfill(tmp_path: Path) -> None:
+    # Two launches in one log; the second's server_args line is far before the last 5 lines.
+    first = "[2026-12-01 10:00:00] server_args=ServerArgs(speculative_num_steps=1, speculative_num_draft_tokens=2)\n"
+    second = "[2026-12-01 11:00:00] server_args=ServerArgs(speculative_num_steps=3, speculative_num_draft_tokens=4)\n"
+    body = "".join(f"l{i}\n" for i in range(1, 51))
+    log = tmp_path / "server.log"
+    log.write_text("start\n" + first + body + "restart\n" + second + body)  # second's line is line 54
+    events = []
+    async for ev in LogTail(LocalHost(), str(log), backfill_lines=5, launch_header=True):
+        events.append(ev)
+        if getattr(ev, "lines", None) and not getattr(ev, "header", False):
+            break
+    lines = [ev for ev in events if hasattr(ev, "lines")]
+    assert [(ev.first_line, ev.lines, ev.header) for ev in lines] == [
+        (54, (second.rstrip("\n"),), True),
+        (100, ("l46", "l47", "l48", "l49", "l50"), False),  # lines 55-104 are the body
+    ]
+
+    # The server_args line inside the backfill: no header of its own; without launch_header: none either.
+    for tail in (LogTail(LocalHost(), str(log), backfill_lines=60, launch_header=True),
+                 LogTail(LocalHost(), str(log), backfill_lines=5)):
+        async for ev in tail:
+            if getattr(ev, "lines", None):
+                assert not ev.header and ev.backfill
+                break

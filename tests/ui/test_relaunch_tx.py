@@ -71,7 +71,11 @@ async def test_failure_shown_disarmed_replanned_and_one_relaunch_per_confirmatio
             other = screen.query_one("#other", Input)
             env = screen.query_one("#env", Input)
             assert "--api-key '***'" in other.value and "HF_TOKEN=***" in env.value  # as the CLI masks them
-            env.value = env.value + " SPECTUI_SIM_FAULT=oom-at-capture"  # the new server dies capturing graphs
+            # The new server dies capturing graphs, and starts slowly enough (simulated time at 2×, not 40×)
+            # that the presses below land while the relaunch runs, however fast the machine.
+            assert "SPECTUI_SIM_TIME_SCALE=40" in env.value
+            env.value = env.value.replace("SPECTUI_SIM_TIME_SCALE=40", "SPECTUI_SIM_TIME_SCALE=2")
+            env.value = env.value + " SPECTUI_SIM_FAULT=oom-at-capture"
             await pilot.pause()
             assert screen.evaluation.launchable and "--api-key '***'" in screen.evaluation.text.plain
             assert "SECRETVALUE" in screen.evaluation.command.args  # kept as it was: masked is not edited
@@ -90,7 +94,8 @@ async def test_failure_shown_disarmed_replanned_and_one_relaunch_per_confirmatio
             records = read_history()
             assert len(records) == 1, records  # four confirmations, one relaunch
             assert records[0].outcome == "rolled_back"
-            assert [(e.name, e.new) for e in records[0].env_diff] == [("SPECTUI_SIM_FAULT", "oom-at-capture")]
+            assert sorted((e.name, e.new) for e in records[0].env_diff) == [("SPECTUI_SIM_FAULT", "oom-at-capture"),
+                                                                            ("SPECTUI_SIM_TIME_SCALE", "2")]
 
             # The failure, on the screen itself: reason, the diagnosis that ended it, every rollback step (the
             # progress box scrolls when a slow rollback logged more steps than it shows at once: its content).

@@ -34,8 +34,9 @@ class CountingCockpit:
         self.fed: list[str] = []
         self.calls = 0
         self.base = 1  # the pane's number of the first line fed
+        self.offset = 0  # view line number = stream line number + offset (ui.controller.Cockpit)
 
-    def feed(self, lines, now):  # type: ignore[no-untyped-def]
+    def feed(self, lines, now, first_line=None):  # type: ignore[no-untyped-def]
         self.calls += 1
         self.clock.t += sum(self.slow.get(line, self.cost) for line in lines)
         first = len(self.fed) + self.base
@@ -78,7 +79,9 @@ async def test_a_slice_waits_while_the_loop_has_other_work_ready() -> None:
     order: list[str] = []
 
     class Cockpit:
-        def feed(self, lines, now):  # type: ignore[no-untyped-def]
+        offset = 0
+
+        def feed(self, lines, now, first_line=None):  # type: ignore[no-untyped-def]
             order.append("slice")
             return CockpitUpdate()  # as Cockpit.feed: always an update
 

@@ -4,6 +4,7 @@ catalogue, the resolver (SGLang's own resolution rules, release by release) and 
 Callers outside this package import these names from here.
 """
 
+from spectui.core.launch.argv import flag_value, resolvable_args, takes_as_value
 from spectui.core.launch.catalogue import (  # noqa: E402
     ArgparseFailure,
     CataloguePick,
@@ -73,6 +74,7 @@ __all__ = [
     "dump_script",
     "error_fix",
     "field_name",
+    "flag_value",
     "flag_values",
     "known_versions",
     "load_catalogue",
@@ -83,9 +85,11 @@ __all__ = [
     "pick_catalogue",
     "pick_version",
     "read_host_catalogue",
+    "resolvable_args",
     "resolve",
     "set_flag",
     "sim_knob_len",
+    "takes_as_value",
     "to_fields",
     "unset_flag",
 ]

@@ -146,6 +146,16 @@ class LogParser:
     def pending_event(self) -> PendingEvent | None:
         return self._pending
 
+    @property
+    def next_line(self) -> int:
+        """The number the next line fed gets."""
+        return self._next
+
+    def skip_to(self, line: int) -> None:
+        """The next line fed is line `line` of the file: a tail that starts mid-file (its backfill) or
+        after a gap (a launch's server_args line handed out before the backfill)."""
+        self._next = line
+
     def advance(self, n: int) -> None:
         """`n` lines were counted in bulk."""
         self._next += n

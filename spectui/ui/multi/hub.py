@@ -31,6 +31,7 @@ class _TabFeed:
         self.spec = spec
         self.keep = keep
         self.held: deque[tuple[int, tuple[str, ...], bool]] = deque()
+        self.header: tuple[int, tuple[str, ...]] | None = None  # the launch's server_args line (LogTail header)
         self.held_lines = 0
         self.state: dict[str, Any] | None = None
         self.subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
@@ -52,6 +53,9 @@ class _TabFeed:
                     state = getattr(ev.state, "value", ev.state)
                     self.state = {"t": "state", "state": str(state), "detail": str(getattr(ev, "detail", ""))}
                     self.publish(self.state)
+                elif isinstance(ev, TailLines) and ev.lines and ev.header:
+                    self.header = (ev.first_line, tuple(ev.lines))  # kept apart: every viewer gets it first
+                    self.publish({"t": "lines", "first": ev.first_line, "lines": list(ev.lines), "header": True})
                 elif isinstance(ev, TailLines) and ev.lines:
                     self.held.append((ev.first_line, tuple(ev.lines), ev.backfill))
                     self.held_lines += len(ev.lines)
@@ -113,6 +117,8 @@ class HubServer:
     async def _stream(self, feed: _TabFeed, writer: asyncio.StreamWriter) -> None:
         q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUE_EVENTS)
         backlog = [{"t": "lines", "first": f, "lines": list(lines), "backfill": True} for f, lines, _ in feed.held]
+        if feed.header is not None:  # the launch's server_args line from before the backfill
+            backlog.insert(0, {"t": "lines", "first": feed.header[0], "lines": list(feed.header[1]), "header": True})
         if feed.state is not None:
             backlog.insert(0, feed.state)
         feed.subscribers.add(q)
@@ -152,7 +158,8 @@ def hub_tail(path: str, token: str, tab: int):  # noqa: ANN201 - a Session.tail_
                         state = ConnState.LOST
                     yield TailState(state, ev.get("detail", ""))
                 else:
-                    yield TailLines(tuple(ev["lines"]), int(ev["first"]), 0, bool(ev.get("backfill")))
+                    yield TailLines(tuple(ev["lines"]), int(ev["first"]), 0, bool(ev.get("backfill")),
+                                    bool(ev.get("header")))
             yield TailState(ConnState.LOST, "spectui serve stopped")
         finally:
             writer.close()

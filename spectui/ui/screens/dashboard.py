@@ -66,8 +66,9 @@ def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no:
     kinds: list[tuple[int, int, str]] = []
     fresh: list[Any] = []
     update = None
+    first = None if first_view_no is None else first_view_no - cockpit.offset  # the stream's own number
     for i in range(0, len(batch), PARSE_SLICE):
-        update = cockpit.feed(batch[i : i + PARSE_SLICE], now)
+        update = cockpit.feed(batch[i : i + PARSE_SLICE], now, None if first is None else first + i)
         kinds.extend(update.kinds)
         fresh.extend(update.new_diagnoses)
     if update is not None:
@@ -102,7 +103,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
         self.cockpit = cockpit
         self.clock = clock
         self.max_log_lines = max_log_lines
-        self._pending: list[tuple[int, tuple[str, ...]]] = []
+        self._pending: list[tuple[int, tuple[str, ...], bool]] = []  # (first line, lines, header)
         self._pending_count = 0
         self._flush_timer: Any = None
         self._last_line_at: float | None = None
@@ -163,7 +164,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
                     self.connection = str(event.state.value if hasattr(event.state, "value") else event.state)
                     self._refresh_header()
                 elif isinstance(event, TailLines) and event.lines:
-                    self._pending.append((event.first_line, event.lines))
+                    self._pending.append((event.first_line, event.lines, event.header))
                     self._pending_count += len(event.lines)
                     self._last_line_at = self.clock()
                     self._idle_flushed = False
@@ -215,8 +216,14 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
             return
         batch: list[str] = []
         first_view_no: int | None = None
-        while self._pending and len(batch) < MAX_LINES_PER_FLUSH:
-            first_line, lines = self._pending.pop(0)
+        if self._pending[0][2]:  # the launch's server_args line from before the backfill: analysed, not shown
+            first_line, lines, _ = self._pending.pop(0)
+            self._pending_count -= len(lines)
+            self.processing = True
+            self.process_batch(list(lines), finish=False, first_view_no=first_line + self.cockpit.offset, show=False)
+            return
+        while self._pending and len(batch) < MAX_LINES_PER_FLUSH and not self._pending[0][2]:
+            first_line, lines, _ = self._pending.pop(0)
             if first_view_no is None:
                 first_view_no = first_line + self.cockpit.offset
             batch.extend(lines)
@@ -226,7 +233,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
 
     @work(group="parse")
     async def process_batch(self, batch: list[str], *, finish: bool, first_view_no: int | None = None,
-                            idle: bool = False) -> None:
+                            idle: bool = False, show: bool = True) -> None:
         """Parse + metrics + rules in a worker thread, one batch at a time so order is kept.
 
         Measured (perf/perf_ui.py): slicing the parse cooperatively on the event loop costs every
@@ -238,7 +245,7 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
             # screen together on the event loop: one repaint per batch, not one for the text and one for
             # the kinds.
             prepared, update = await self.analysed(batch, first_view_no)
-            if batch:
+            if batch and show:
                 with contextlib.suppress(NoMatches):  # the screen was taken apart meanwhile (exit)
                     self.query_one(LogView).append_prepared(prepared, first_line=first_view_no)
             if update is not None:
