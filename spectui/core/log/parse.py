@@ -146,11 +146,6 @@ class LogParser:
     def pending_event(self) -> PendingEvent | None:
         return self._pending
 
-    @property
-    def next_line(self) -> int:
-        """The number the next line fed gets."""
-        return self._next
-
     def skip_to(self, line: int) -> None:
         """The next line fed is line `line` of the file: a tail that starts mid-file (its backfill) or
         after a gap (a launch's server_args line handed out before the backfill)."""
