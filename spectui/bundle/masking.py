@@ -32,13 +32,6 @@ def secret_env_name(name: str) -> bool:
     return core.secret_name(name.strip().upper()) if name.strip() else False
 
 
-def secret_key_name(name: str) -> bool:
-    """A flag or field name (`--api-key`, `api_key`, `hf_token`, `ssl_keyfile_password`): core's rule
-    (`speculative_token_map` is not a secret)."""
-    bare = name.strip().strip("'\"")
-    return core.secret_flag(bare) if bare.startswith("--") else core.secret_name(bare)
-
-
 def _display_name(name: str) -> str:
     bare = name.strip().strip("'\"")
     return bare if bare.startswith("--") or bare.isupper() else bare.lstrip("-")
@@ -83,7 +76,7 @@ class Masker:
     def harvest_argv(self, argv: Sequence[str]) -> None:
         for i, word in enumerate(argv):
             head, eq, tail = word.partition("=")
-            if word.startswith("--") and secret_key_name(head):
+            if word.startswith("--") and core.secret_key(head):
                 if eq:
                     self.add(head, tail)
                 elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
@@ -117,7 +110,7 @@ class Masker:
     def harvest_json(self, obj: Any) -> None:
         if isinstance(obj, Mapping):
             for key, value in obj.items():
-                if secret_key_name(str(key)):
+                if core.secret_key(str(key)):
                     for v in value if isinstance(value, list) else [value]:
                         self.add(str(key), v)
                 else:
@@ -163,7 +156,7 @@ class Masker:
             out: dict[str, Any] = {}
             for key, value in obj.items():
                 k = self.scrub_text(str(key), member)
-                if secret_key_name(str(key)) and value not in (None, "", [], {}) and not isinstance(value, bool):
+                if core.secret_key(str(key)) and value not in (None, "", [], {}) and not isinstance(value, bool):
                     self._hit(_display_name(str(key)), member)
                     out[k] = [MASK for _ in value] if isinstance(value, list) else MASK
                 else:
@@ -193,7 +186,7 @@ class Masker:
         words = [str(w) for w in argv]
         for i, word in enumerate(words):
             head, eq, _ = word.partition("=")
-            if word.startswith("--") and secret_key_name(head) and (eq or i + 1 < len(words)):
+            if word.startswith("--") and core.secret_key(head) and (eq or i + 1 < len(words)):
                 self._hit(_display_name(head), member)
             elif eq and re.fullmatch(r"[A-Za-z_]\w*", head) and secret_env_name(head):
                 self._hit(head, member)

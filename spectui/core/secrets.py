@@ -18,7 +18,9 @@ an argument) is scanned for the shapes secrets take:
   the variable's name.
 
 `find_secrets(text)` gives the spans, `mask_text(text)` masks them where they stand, `redact_env` masks an
-environment by name and by value, `display_argv` an argv, `flag_secrets` the values of secret flags.
+environment by name and by value, `display_argv` an argv, `flag_secrets` the values of secret flags;
+`secret_name`/`secret_flag`/`secret_key` say whether a variable, a flag or a key holds a secret. Every
+other module asks these (no second definition anywhere: tests/trust/test_secrets_owner.py).
 """
 
 from __future__ import annotations
@@ -73,6 +75,19 @@ def secret_flag(word: str) -> bool:
         return False
     flag = word.split("=", 1)[0]
     return flag in SGLANG_SECRET_FLAGS or secret_name(flag)
+
+
+def secret_key(name: str) -> bool:
+    """A flag or a field/JSON key that holds a secret, however spelled: `--api-key`, `--api-key=…`,
+    `api_key`, `hf_token`, `ssl_keyfile_password` (not `speculative_token_map`)."""
+    bare = name.strip().strip("'\"")
+    return secret_flag(bare) if bare.startswith("--") else secret_name(bare)
+
+
+def masked_flag_value(flag: str, value: str | None) -> str | None:
+    """A flag's value for display and history (`flag` with or without its dashes): a secret flag's
+    value masked, an empty or absent one left as it is."""
+    return MASK if value not in (None, "") and secret_flag("--" + flag.lstrip("-")) else value
 
 
 # ---------------------------------------------------------------------------------------------- shapes
@@ -316,6 +331,25 @@ def flag_secrets(argv: Sequence[str]) -> dict[str, str]:
             out[flag] = value
         elif i and secret_flag(argv[i - 1]) and "=" not in argv[i - 1] and not word.startswith("--"):
             out[argv[i - 1]] = word
+    return out
+
+
+def mask_argv(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """An argv as a shell line masked exactly as `display_argv` shows it, and the secret flags' values
+    by flag (`flag_secrets`): an editor shows the line and puts the values back (`unmask_argv`)."""
+    return display_argv(list(argv)), flag_secrets(list(argv))
+
+
+def unmask_argv(words: Sequence[str], secrets: Mapping[str, str]) -> list[str]:
+    """Edited words with each masked value left as shown (`***`, `--flag=***`) replaced by the real one."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if eq and value == MASK and flag in secrets and secret_flag(flag):
+            word = f"{flag}={secrets[flag]}"
+        elif word == MASK and i and words[i - 1] in secrets:
+            word = secrets[words[i - 1]]
+        out.append(word)
     return out
 
 

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from spectui.core.secrets import masked_flag_value  # the one definition of a secret
+
 Outcome = Literal["running", "healthy", "failed", "rolled_back", "rollback_failed"]
 
 
@@ -43,17 +45,6 @@ class EnvChangeRecord(BaseModel):
     name: str
     old: str | None
     new: str | None
-
-
-def _secret_flag(flag: str) -> bool:
-    from spectui.core.secrets import secret_flag  # the one definition of a secret
-
-    return secret_flag("--" + flag.lstrip("-"))
-
-
-def masked_flag_value(flag: str, value: str | None) -> str | None:
-    """A flag's value for display and history: `--api-key`'s (and every secret-looking flag's) masked."""
-    return "***" if value not in (None, "") and _secret_flag(flag) else value
 
 
 def masked_diff(changes: Iterable[Any]) -> list[dict[str, str | None]]:

@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.core.launch import HostResolveError, is_source_build
+from spectui.core.launch import HostResolveError, is_source_build, resolvable_args
 from spectui.core.launch import judge_by_host as judge
-from spectui.ops.plan import RelaunchPlan, resolvable_args
+from spectui.ops.plan import RelaunchPlan
 from spectui.sources.hostresolve_run import host_resolution
 
 

@@ -24,13 +24,16 @@ from spectui.core.launch import (
     diff,
     parse_command,
     pick_version,
+    resolvable_args,
     resolve,
     set_flag,
     unset_flag,
 )
+from spectui.core.secrets import masked_flag_value, secret_values
+from spectui.core.secrets import scrub as scrub_values
 from spectui.errors import CommandParseError, UsageError
 from spectui.ops import hostcmds
-from spectui.ops.history import masked_diff, masked_flag_value
+from spectui.ops.history import masked_diff
 from spectui.ops.hostcmds import redact_env
 from spectui.sources.base import ServerProcess
 
@@ -126,10 +129,8 @@ class RelaunchPlan:
         return self.scrub(line.rstrip(": "))
 
     def scrub(self, text: str) -> str:
-        """`text` with the values of the old and new commands' secret flags (`--api-key`) masked."""
-        for value in sorted({*_secret_values(self.old.argv), *_secret_values(self.new.argv)}, key=len, reverse=True):
-            text = text.replace(value, "***")
-        return text
+        """`text` with the old and new commands' secret values (`--api-key`'s …) and any secret shape masked."""
+        return scrub_values(text, [*secret_values(self.old.argv), *secret_values(self.new.argv)])
 
     def start_argv(self) -> list[str]:
         return hostcmds.start_argv(self.server.cwd, self.log_path, dict(self.new_env), self.new.argv)
@@ -231,13 +232,6 @@ class RelaunchPlan:
             "warnings": [self.scrub(w) for w in self.resolution.warnings],
             "host_commands": [hostcmds.display_argv(a, self.new_env) for _, a in self.host_commands() if a],
         }
-
-
-def _secret_values(argv: Sequence[str]) -> list[str]:
-    """The secret values in `argv` (`--api-key sk-…`, `--hf-token=…`, a token shape in any word)."""
-    from spectui.core.secrets import secret_values  # the one definition of a secret
-
-    return secret_values(argv)
 
 
 def _show(value: str | None) -> str:
@@ -375,8 +369,3 @@ def _judged_version(server_version: str | None, host_version: str) -> str:
         except ValueError:
             continue
     return pick_version(None)[0]
-
-
-def resolvable_args(cmd: LaunchCommand) -> tuple[str, ...]:
-    """The args SGLang's argparse sees: `cmd.sglang_args` (the simulator's `--sim-*` knobs left out)."""
-    return cmd.sglang_args

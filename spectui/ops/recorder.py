@@ -18,9 +18,9 @@ from typing import Any
 
 from spectui.bundle import BundleParts
 from spectui.bundle.logcut import DEFAULT_LOG_BUDGET, line_time
+from spectui.core.launch import flag_value
 from spectui.errors import DiscoveryError, SpectuiError
 from spectui.sources.base import Host, ServerProcess
-from spectui.sources.discover import flag_value
 
 READ_CAP_FACTOR = 8  # read at most this many --log-bytes of a huge log (its tail); the writer cuts further
 MIN_READ_CAP = 64 << 20

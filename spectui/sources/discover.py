@@ -14,6 +14,7 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 
+from spectui.core.launch import flag_value  # the one reader (argparse's rules); callers may import it here
 from spectui.core.secrets import display_argv
 from spectui.errors import DiscoveryError
 from spectui.sources.base import Host, ServerProcess
@@ -70,16 +71,6 @@ def server_api_key(argv: Sequence[str]) -> str | None:
     """The server's own `--api-key` (SGLang then refuses every request but /health and /metrics without
     `Authorization: Bearer KEY`): spectui's probes and load send it; it is masked wherever shown."""
     return flag_value(argv, "--api-key")
-
-
-def flag_value(argv: Sequence[str], name: str) -> str | None:
-    """The value of `--name V` or `--name=V` in argv (None when absent)."""
-    for i, word in enumerate(argv):
-        if word == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(name + "="):
-            return word.split("=", 1)[1]
-    return None
 
 
 def _argv(cmdline: str) -> tuple[str, ...]:

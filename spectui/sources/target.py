@@ -96,11 +96,11 @@ def open_host(target: Target, args: Any = None, *, read_only: bool = False) -> A
 
 def server_line(proc: Any) -> str:
     """One server of a listing: pid, port, model, speculative algorithm (what tells them apart)."""
-    from spectui.sources.discover import flag_value
+    from spectui.core.launch import flag_value
 
     argv = list(proc.argv)
-    model = flag_value(argv, "--model-path") or flag_value(argv, "--model") or "?"
-    algo = flag_value(argv, "--speculative-algorithm") or flag_value(argv, "--speculative-algo") or "none"
+    model = flag_value(argv, "--model-path", "--model") or "?"
+    algo = flag_value(argv, "--speculative-algorithm", "--speculative-algo") or "none"
     shown = "".join(ch if ch.isprintable() else "?" for ch in f"model {model}  algorithm {algo}")
     return f"  pid {proc.pid:<8} port {proc.port!s:<6} {shown}"
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from rich.text import Text
 
+from spectui.core.secrets import scrub  # noqa: F401 - core's (values and shapes masked), for relaunch_outcome
+
 
 @dataclass(frozen=True, slots=True)
 class SpecField:
@@ -84,16 +86,6 @@ def _edit_other(other: str, flag: str, value: str | None, *, unset: bool = False
     return shlex.join(cmd.args)
 
 
-def _flag_value(args: tuple[str, ...], flag: str) -> str:
-    value = ""
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args) and not args[i + 1].startswith("--"):
-            value = args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
 def launch_env(cmd: Any, server_env: Mapping[str, str] | None) -> dict[str, str]:
     """The variables the environment line shows: the server's launch-steering ones, then the command's own."""
     env = {k: v for k, v in (server_env or {}).items() if k.startswith(LAUNCH_ENV_PREFIXES)}
@@ -140,57 +132,24 @@ def split_command(cmd: Any, version: str | None, server_env: Mapping[str, str] |
     base = launch_env(cmd, server_env)
     if cmd is None:
         return Draft({f.dest: "" for f in SPEC_FIELDS}, "", choices, env_line(base), base)
-    from spectui.core.launch import unset_flag
+    from spectui.core.launch import flag_value, unset_flag
 
-    values = {f.dest: _flag_value(cmd.args, f.flag) for f in SPEC_FIELDS}
+    values = {f.dest: flag_value(cmd.args, f.flag) or "" for f in SPEC_FIELDS}
     rest = cmd
     for f in SPEC_FIELDS:
         rest = unset_flag(rest, f.flag)
-    line, secrets = mask_args(rest.args)
+    from spectui.core.secrets import mask_argv
+
+    line, secrets = mask_argv(rest.args)  # masked as the CLI and the history show it; values put back
     return Draft(values, line, choices, env_line(base), base, secrets)
 
 
-def secret_flag(word: str) -> bool:
-    """`--api-key`, `--admin-api-key`, `--hf-token` … (core.secrets.secret_flag: the one definition)."""
-    from spectui.core.secrets import secret_flag as core_secret_flag
-
-    return core_secret_flag(word)
-
-
-def mask_args(args: tuple[str, ...] | list[str]) -> tuple[str, dict[str, str]]:
-    """The args as a shell line with secret flags' values masked exactly as the CLI and the history show
-    them (core.secrets.display_argv), and those values by flag, to put back unless edited."""
-    from spectui.core.secrets import display_argv, flag_secrets
-
-    return display_argv(list(args)), flag_secrets(list(args))
-
-
-def unmask_args(words: list[str], secrets: Mapping[str, str]) -> list[str]:
-    """The edited words with masked values left as shown (`***`) replaced by the real ones."""
-    out: list[str] = []
-    for i, word in enumerate(words):
-        flag, eq, value = word.partition("=")
-        if eq and value == "***" and flag in secrets and secret_flag(flag):
-            word = f"{flag}={secrets[flag]}"
-        elif word == "***" and i and words[i - 1] in secrets:
-            word = secrets[words[i - 1]]
-        out.append(word)
-    return out
-
-
-def secret_values(draft: Draft) -> list[str]:
+def draft_secrets(draft: Draft) -> list[str]:
     """Every secret value the screen knows (flags and environment): never to be shown."""
     from spectui.core.secrets import redact_env
 
     env = [v for k, v in draft.env_base.items() if v and redact_env({k: v})[k] != v]
     return [v for v in (*draft.other_secrets.values(), *env) if len(v) >= 3]
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    """`text` (an error, a log line as evidence) with every known secret value replaced by ***."""
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
 
 
 @dataclass(frozen=True)
@@ -206,9 +165,10 @@ def build_command(original: Any, draft: Draft) -> Any:
     """The edited LaunchCommand, its `env` the edited environment line. Raises ValueError for a line
     shlex cannot split ("other flags: …" / "environment: …")."""
     from spectui.core.launch import LaunchCommand, set_flag
+    from spectui.core.secrets import unmask_argv
 
     try:
-        args = tuple(unmask_args(shlex.split(draft.other), draft.other_secrets))
+        args = tuple(unmask_argv(shlex.split(draft.other), draft.other_secrets))
     except ValueError as exc:
         raise ValueError(f"other flags: cannot split this line ({exc}); check the quotes") from None
     try:
@@ -230,9 +190,8 @@ def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: A
     """Diff against the running command and what SGLang `version` would do with the edited one.
     `host_judged`: the host's own SGLang's Resolution of the edited command (a source build: ops.hostjudge),
     which replaces the replayed release rules; `host_pending`: it is being asked (no verdict yet)."""
-    from spectui.core.launch import diff, pick_version, resolve
-    from spectui.core.secrets import display_argv
-    from spectui.ops.plan import resolvable_args
+    from spectui.core.launch import diff, pick_version, resolvable_args, resolve
+    from spectui.core.secrets import display_argv, masked_flag_value
 
     t = Text()
     try:
@@ -245,7 +204,8 @@ def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: A
     t.append("changes\n", "bold underline")
     if not changes and not env_changes:
         t.append("  none (a plain restart)\n", "dim")
-    rows = [(c.flag, _show(_masked(c.flag, c.old)), _show(_masked(c.flag, c.new))) for c in changes]
+    rows = [(c.flag, _show(masked_flag_value(c.flag, c.old)), _show(masked_flag_value(c.flag, c.new)))
+            for c in changes]
     rows += [(f"env {name}", _show_env(name, old), _show_env(name, new)) for name, old, new in env_changes]
     for name, before, after in rows:
         t.append(f"  {name}  ", "bold")
@@ -302,10 +262,6 @@ def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: A
     t.append("command  ", "bold")
     t.append(display_argv(cmd.argv) + "\n", "dim")  # secrets masked as the CLI and the history show them
     return Evaluation(t, res.outcome == "ok", cmd, changes, res)
-
-
-def _masked(flag: str, value: str | None) -> str | None:
-    return "***" if value and secret_flag(flag) else value
 
 
 def _show(value: str | None) -> str:

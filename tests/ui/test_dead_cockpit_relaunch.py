@@ -122,7 +122,7 @@ async def test_over_ssh_a_killed_server_is_started_again_with_its_own_environmen
 async def _wait_port(demo) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    from spectui.sources.discover import flag_value
+    from spectui.core.launch import flag_value
 
     port = int(flag_value(demo.sim_argv, "--port") or 0)
     for _ in range(200):

@@ -223,7 +223,7 @@ class RelaunchScreen(ModalScreen[None]):
             cmd = build_command(self.original, self.draft)
         except ValueError:
             return None, False
-        from spectui.ops.plan import resolvable_args
+        from spectui.core.launch import resolvable_args
 
         key = (tuple(resolvable_args(cmd)), tuple(sorted(cmd.env)))
         cache = self.__dict__.setdefault("_host_verdicts", {})
@@ -235,9 +235,8 @@ class RelaunchScreen(ModalScreen[None]):
     async def _ask_host(self, key: Any, cmd: Any) -> None:
         import asyncio
 
-        from spectui.core.launch import HostResolveError, pick_version, resolve
+        from spectui.core.launch import HostResolveError, pick_version, resolvable_args, resolve
         from spectui.core.launch import judge_by_host as judge
-        from spectui.ops.plan import resolvable_args
         from spectui.sources.hostresolve_run import host_resolution
 
         await asyncio.sleep(0.4)  # typing: only the draft that stays is asked
@@ -293,9 +292,9 @@ class RelaunchScreen(ModalScreen[None]):
         self.run_relaunch(self.evaluation.command)
 
     def _secrets(self) -> list[str]:
-        from spectui.ui.relaunch_model import secret_values
+        from spectui.ui.relaunch_model import draft_secrets
 
-        return secret_values(self.draft)
+        return draft_secrets(self.draft)
 
     def _progress(self, step: str, detail: str = "") -> None:
         """Called by ops.relaunch (possibly from a thread) for each step."""
