@@ -6,7 +6,9 @@ Queries (each an instant query on /api/v1/query, SEL = the --selector label matc
   min_over_time(sglang:num_queue_reqs{SEL}[W])        did the queue ever empty over the look-back window
   sum by (job, instance) (rate(sglang:generation_tokens_total{SEL}[W]))   only for targets without gen_throughput
 Without a selector, only the jobs that exposed sglang:num_running_reqs within the last hour are listed
-(so Prometheus's own target and node exporters stay out, and a crashed server still shows as down).
+(so Prometheus's own target and node exporters stay out, and a crashed server still shows as down). In any
+job, a target that is up but exports none of SGLang's families is not an instance (the exporter of a
+federation, a sidecar in the same job); a down target is listed (it exports nothing either).
 """
 
 from __future__ import annotations
@@ -110,11 +112,16 @@ def collect(client: PrometheusClient, selector: str | None = None, *, baselines:
         records[key] = InstanceMetrics(job=key[0], instance=key[1], up=s.value == 1.0)
     for key in by_instance:
         records.setdefault(key, InstanceMetrics(job=key[0], instance=key[1]))
-    if not records:
-        raise FleetInputError(_nothing_matched(client, sel, selector, up))
     for key, record in records.items():
         fold(record, by_instance.get(key, []))
         record.baseline_tps = baselines.for_instance(*key)
+    # A target that is scraped fine yet exports none of SGLang's families is no SGLang server (Prometheus's
+    # own target, a node exporter or the exporter of a federation in the same job): not an instance. A down
+    # target stays: a crashed server exports nothing either.
+    scraped = len(records)
+    records = {k: r for k, r in records.items() if r.up is not True or r.has_sglang_metrics}
+    if not records:
+        raise FleetInputError(_nothing_matched(client, sel, selector, up, scraped))
     _queue_window(client, sel, window, records)
     _throughput_fallback(client, sel, window, records)
     _scrape_errors(client, records)
@@ -124,7 +131,11 @@ def collect(client: PrometheusClient, selector: str | None = None, *, baselines:
                          window=window)
 
 
-def _nothing_matched(client: PrometheusClient, sel: str, selector: str | None, up: list[Sample]) -> str:
+def _nothing_matched(client: PrometheusClient, sel: str, selector: str | None, up: list[Sample],
+                     scraped: int = 0) -> str:
+    if sel and scraped:
+        return (f"--selector {selector!r} matches {scraped} scrape target(s) at {client.url}, none of them an "
+                "SGLang server (no sglang:* metrics: is --enable-metrics on, and the scrape path /metrics?)")
     try:
         jobs = sorted({s.labels.get("job", "") for s in client.query("up")} - {""})
     except (PrometheusError, FleetInputError):
