@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, options, printer, targets_and_edits
+    from spectui.commands.relaunchgate import gate, options, owner_refusal, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
     from spectui.ops.relaunch import execute, prepare_any
     from spectui.sources.target import open_host
@@ -81,7 +81,8 @@ async def _run(args: argparse.Namespace) -> int:
         dry = {**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None}
         question = ("No server runs: start the last known command? [y/N] " if plan.from_known
                     else f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
-        stop = gate(args, plan, own_pgids(host), dry, question)
+        refused = None if args.read_only and not args.dry_run else await owner_refusal(args, [(host, plan)])
+        stop = gate(args, plan, own_pgids(host), dry, question, refused)
         if stop is not None:
             return stop
         result = await execute(host, plan, options(args), on_progress=printer(sys.stderr))

@@ -10,20 +10,44 @@ import sys
 from typing import Any
 
 
-def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str, Any], question: str) -> int | None:
+async def owner_refusal(args: argparse.Namespace, pairs: Any) -> str | None:
+    """Why the relaunch would be refused for who owns the server (ops.owner.check on each (host, plan):
+    the very check the relaunch makes, which changes nothing), or None. A dry run says it as the real run
+    would, and exits as it would."""
+    from spectui.errors import RelaunchError
+    from spectui.ops import owner
+
+    for host, plan in pairs:
+        try:
+            await owner.check(host, plan.server, as_owner=getattr(args, "as_owner", False), gone=plan.from_known)
+        except RelaunchError as exc:
+            return str(exc)
+    return None
+
+
+def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str, Any], question: str,
+         refused: str | None = None) -> int | None:
     """The exit code when the relaunch stops here (nothing was changed), or None to go on. `plan`: an
-    ops.plan.RelaunchPlan or an ops.groupresult.GroupPlan (render, needs_force, verdict_line)."""
+    ops.plan.RelaunchPlan or an ops.groupresult.GroupPlan (render, needs_force, verdict_line). `refused`:
+    the owner check's refusal (owner_refusal), said by a dry run and before any question (exit 1)."""
     # --json: stdout is the JSON alone; a dry run prints nothing else (the JSON holds the plan), a real run
     # shows the plan on stderr (what is about to be confirmed) with its progress.
     if not (args.json and args.dry_run):
         print(plan.render(own_pgids=own_pgids), file=sys.stderr if args.json else sys.stdout)
     if args.dry_run or args.read_only:
         if args.json:
-            print(json.dumps({**dry_json, "healthy": None, "rolled_back": False, "dry_run": True}))
+            print(json.dumps({**dry_json, "healthy": None, "rolled_back": False, "dry_run": True,
+                              "refused": refused}))
         if args.read_only and not args.dry_run:
             print("spectui relaunch: read-only (--read-only): nothing was changed", file=sys.stderr)
             return 1
+        if refused is not None:
+            print(f"spectui relaunch: {refused}", file=sys.stderr)
+            return 1
         return 0
+    if refused is not None:
+        print(f"spectui relaunch: {refused}", file=sys.stderr)
+        return 1
     if plan.needs_force and not args.force:
         print(f"spectui relaunch: pre-flight: {plan.verdict_line}; fix the flags or pass --force "
               "(nothing was changed)", file=sys.stderr)

@@ -139,7 +139,8 @@ class _Group:
                 command=display_argv(p.new.argv), diff=masked_diff(p.changes),  # type: ignore[arg-type]
                 env_diff=masked_env_diff(p.env_changes),  # type: ignore[arg-type]
                 sglang_version=p.version, verdict=p.resolution.outcome, forced=p.needs_force, log=p.log_path,
-                group=group_id, node=self._node(i)))
+                group=group_id, node=self._node(i),
+                owner_uid=(self.runners[i].run_as or (None, ""))[0], owner_user=(self.runners[i].run_as or (None, ""))[1]))
         try:
             new, back, message = await self._run()
         except RelaunchError as exc:  # refused before any stop: every node runs untouched

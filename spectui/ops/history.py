@@ -93,6 +93,8 @@ class LaunchRecord(BaseModel):
     node: str | None = None  # that node's role in the group ("node 1/2", "prefill")
     cwd: str | None = None  # the new server's working directory (to start it again once it is gone)
     env: dict[str, str] = {}  # its launch-steering variables (SGLANG_*, CUDA_* …), secret values masked
+    owner_uid: int | None = None  # the user the new server runs as (its owner), when known (#26)
+    owner_user: str = ""
 
     def changes_summary(self) -> str:
         """Flag and environment changes in one line ("–" when it was a plain restart)."""

@@ -126,6 +126,11 @@ def identity_argv() -> list[str]:
     return ["sh", "-c", "id -u; id -un; command -v sudo || echo; command -v runuser || echo", "sh"]
 
 
+def owner_argv(path: str) -> list[str]:
+    """The owner of a file: `UID NAME` (NAME is UNKNOWN for a uid without one)."""
+    return ["stat", "-L", "-c", "%u %U", "--", path]
+
+
 def as_user_prefix(user: str, *, sudo: bool, runuser: bool) -> list[str]:
     """argv prefix running a command as `user` through the host's own mechanism: `sudo -n -u` (never
     asks for a password), else (as root) `runuser -u`. ValueError when neither is there."""

@@ -49,11 +49,24 @@ class KnownCommand:
     source: str = ""  # where the command is known from (ops.known): shown in the plan
     env_note: str = ""  # how much of its environment is known ("" = exactly, read from /proc while it ran)
     sglang_version: str | None = None  # the release it was judged with last (history), when known
+    uid: int | None = None  # the last server's owner (it is started again as that user or not at all); None: not known
+    user: str = ""
 
     @classmethod
     def of(cls, server: ServerProcess, *, source: str = "") -> KnownCommand:
         return cls(tuple(server.argv), dict(server.env), server.cwd, server.log_path, server.port,
-                   server.host_addr, server.pid, server.program, source=source)
+                   server.host_addr, server.pid, server.program, source=source, uid=server.uid, user=server.user)
+
+
+async def log_owner(host: Any, log: str | None) -> tuple[int | None, str, str]:
+    """(uid, user, note) of a gone server's owner as its log says (the file its redirection created), or
+    (None, "", "") when there is no log to ask."""
+    from spectui.ops.owner import describe, path_owner
+
+    found = await path_owner(host, log) if log else None
+    if found is None:
+        return None, "", ""
+    return found[0], found[1], f"; owner {describe(found[1], found[0])}: the owner of its log"
 
 
 def known_of(server: Any, *, source: str = "") -> Any:
@@ -150,9 +163,14 @@ async def from_history(host: Any, store: HistoryStore, *, pid: int | None, log: 
         note += f"; working directory not recorded: {cwd}"
     port, addr = _port_addr(argv)
     last_pid = pid if pid is not None else (rec.new_pid if command == rec.command else rec.rollback_pid)
+    if rec.owner_uid is not None:
+        uid, user = rec.owner_uid, rec.owner_user
+    else:  # a record from before owners were kept: the log's owner
+        uid, user, owner_note = await log_owner(host, log or rec.log)
+        note += owner_note
     return KnownCommand(tuple(argv), env, cwd, log or rec.log, port, addr, last_pid, program_of(argv) or "",
                         source=f"the launch history (record {rec.id}, {rec.time})", env_note=note,
-                        sglang_version=rec.sglang_version)
+                        sglang_version=rec.sglang_version, uid=uid, user=user)
 
 
 def launch_in_log(text: str) -> Any:
@@ -221,8 +239,9 @@ async def from_log(host: Any, log: str, *, pid: int | None) -> Any:
             "login's environment" + (f" and the launch line's {', '.join(own)}" if own else "")
             + f"; working directory: {os.path.dirname(log) or '/'}")
     port, addr = _port_addr(argv)
+    uid, user, owner_note = await log_owner(host, log)
     return KnownCommand(tuple(argv), env, os.path.dirname(log) or "/", log, port, addr, pid,
-                        program_of(argv) or "", source=source, env_note=note)
+                        program_of(argv) or "", source=source, env_note=note + owner_note, uid=uid, user=user)
 
 
 async def find_known(host: Any, *, pid: int | None = None, log: str | None = None,
@@ -248,6 +267,7 @@ async def known_from_session(host: Any, *, server: Any, launch: Any, pid: int | 
     if found is not None or launch is None:
         return found
     argv = list(launch.argv)
+    uid, user = (server.uid, server.user) if server is not None else (None, "")
     if server is not None:
         env, cwd = dict(server.env), server.cwd
         note = f"environment: that of pid {server.pid} (the first server this cockpit followed), with the launch's own"
@@ -257,6 +277,9 @@ async def known_from_session(host: Any, *, server: Any, launch: Any, pid: int | 
         note = ("environment not known exactly: this login's, with the launch's own variables"
                 + (f" ({', '.join(k for k, _ in launch.env)})" if launch.env else ""))
     env.update(dict(launch.env))
+    if uid is None:
+        uid, user, owner_note = await log_owner(host, log)
+        note += owner_note
     port, addr = _port_addr(argv)
     return KnownCommand(tuple(argv), env, cwd, log, port, addr, pid, program_of(argv) or "",
-                        source="the launch command this cockpit shows", env_note=note)
+                        source="the launch command this cockpit shows", env_note=note, uid=uid, user=user)

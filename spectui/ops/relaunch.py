@@ -148,7 +148,7 @@ async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_
     pid = known.pid if known.pid is not None and known.pid > 1 else 0
     server = ServerProcess(pid=pid, pgid=pid, argv=tuple(known.argv), env=dict(known.env), cwd=known.cwd,
                            log_path=known.log_path, port=known.port, host_addr=known.host_addr,
-                           program=known.program)
+                           program=known.program, uid=known.uid, user=known.user)
     catalogue = await server_catalogue(host, server, server_version)
     taken = [known.log_path] if known.log_path else []
     kw: dict[str, Any] = {"host_name": host.name, "now": now or datetime.now(), "server_version": server_version,
@@ -258,6 +258,7 @@ async def _execute_locked(host: Any, plan: RelaunchPlan, options: RelaunchOption
         sglang_version=plan.version, verdict=plan.resolution.outcome, forced=plan.needs_force,
         log=plan.log_path, from_known=plan.from_known, cwd=plan.server.cwd or None,
         env=launch_env_record(plan.new_env),
+        owner_uid=runner.run_as[0] if runner.run_as else None, owner_user=runner.run_as[1] if runner.run_as else "",
     ))
     try:
         result = await (runner.run_known() if plan.from_known else runner.run())

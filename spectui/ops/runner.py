@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from spectui.errors import HostError, RelaunchError, RulesError
-from spectui.ops import hostcmds, procs
+from spectui.ops import owner, procs
 from spectui.ops.health import HealthOutcome, LaunchWatcher
 from spectui.ops.hostcmds import ProcEntry, check_pgid, display_argv
 from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
@@ -48,6 +48,7 @@ class Runner:
         self.group: list[ProcEntry] = []
         self.started_pid: int | None = None  # the new command's pid once started
         self.as_user: list[str] = []  # --as-owner: the prefix (sudo -n -u OWNER --) of the signals and starts
+        self.run_as: tuple[int, str] | None = None  # (uid, user) the new server runs as, once checked
 
     def note(self, step: Step, message: str, *, rollback: bool = False, pid: int | None = None,
              diagnoses: tuple[Any, ...] = ()) -> None:
@@ -99,41 +100,16 @@ class Runner:
             raise RelaunchError(f"server pid {s.pid} on {name} exited before the relaunch; nothing was changed")
         self.group = procs.alive_in_group(all_procs, s.pgid)
 
-    async def check_owner(self) -> None:
-        """A server is relaunched as its owner or not at all: its command, environment and directory are
-        that user's, and must not run as another (root relaunching a user's server would run that user's
-        code as root). Refused unless --as-owner, which runs the stop and the start through the host's
-        own `sudo -n -u OWNER` (as root without sudo: `runuser -u OWNER`)."""
-        s, name = self.plan.server, self.host.name
-        if s.uid is None:
-            return  # not known (a /proc that hides other users' processes): the signal probe still asks
-        me = await procs.identity(self.host)
-        if me.uid == s.uid:
-            return
-        owner = f"{s.user or '(no name)'} (uid {s.uid})"
-        acting = f"{me.user or '(no name)'} (uid {me.uid})"
-        if not self.opt.as_owner:
-            ssh_host, port = getattr(self.host, "host", None), getattr(self.host, "port", None)
-            who = s.user or f"the user of uid {s.uid}"
-            how = (f"`spectui relaunch {who}@{ssh_host}{f':{port}' if port else ''} ...`" if ssh_host
-                   else f"`sudo -u {who} spectui relaunch ...`")
-            raise RelaunchError(
-                f"pid {s.pid} on {name} belongs to {owner}, and spectui acts as {acting} there: relaunching it "
-                f"would run {owner}'s command, environment and directory as {acting}; nothing was changed — "
-                f"relaunch it as its owner ({how}), or pass --as-owner to stop and start it as {who} through "
-                "the host's `sudo -n -u`")
-        try:
-            self.as_user = hostcmds.as_user_prefix(s.user, sudo=me.sudo, runuser=me.runuser and me.uid == 0)
-        except ValueError as exc:
-            raise RelaunchError(f"--as-owner: cannot run commands as {owner} on {name}: {exc}; nothing was "
-                                "changed") from None
-        res = await self.host.run([*self.as_user, "id", "-u"], timeout=30)
-        if res.exit_status != 0 or res.stdout.strip() != str(s.uid):
-            why = res.stderr.strip()[:200] or f"it ran as uid {res.stdout.strip() or '?'}"
-            raise RelaunchError(f"--as-owner: `{' '.join(self.as_user)} id -u` on {name} failed ({why}); nothing "
-                                f"was changed — allow {acting} to run commands as {owner} without a password, "
-                                "or relaunch as that user")
-        self.note(Step.CHECKING, f"acting as the server's owner {owner} through `{' '.join(self.as_user[:-1])}`")
+    async def check_owner(self, *, gone: bool = False) -> None:
+        """A server is relaunched (or started again) as its owner or not at all: ops.owner.check, whose
+        prefix (--as-owner: sudo -n -u OWNER --) the signals and the start then run through."""
+        found = await owner.check(self.host, self.plan.server, as_owner=self.opt.as_owner, gone=gone)
+        self.as_user = list(found.as_user)
+        s = self.plan.server
+        self.run_as = ((s.uid, s.user) if s.uid is not None
+                       else (found.acting_uid, found.acting_user) if found.acting_uid is not None else None)
+        if found.note:
+            self.note(Step.CHECKING, found.note)
 
     async def preflight_known(self) -> None:
         """Before starting a known command with no live server (the last one crashed): the same safety as a
@@ -147,6 +123,7 @@ class Runner:
                                 "nothing was changed")
         if self.plan.needs_force and not o.force:
             raise RelaunchError(f"pre-flight: {self.plan.verdict_line}; fix the flags or pass --force; nothing was changed")
+        await self.check_owner(gone=True)
         if not s.env:
             raise RelaunchError("the known command's environment is empty (it was never read from /proc/PID/environ); "
                                 "starting it without one would lose CUDA_VISIBLE_DEVICES and the rest; nothing was changed")

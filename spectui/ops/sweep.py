@@ -232,7 +232,7 @@ class Sweep:
         assert self.plan is not None
         s = self.plan.server
         return KnownCommand(cur.argv, cur.env, s.cwd, cur.log or s.log_path, s.port, s.host_addr,
-                            None if cur.pid is None else cur.pid, s.program)
+                            None if cur.pid is None else cur.pid, s.program, uid=s.uid, user=s.user)
 
     async def _one(self, cfg: PlannedConfig) -> dict[str, Any] | None:
         entry = cfg.to_json()

@@ -78,8 +78,11 @@ def failure_text(result: Any, secrets: list[str]) -> Text:
 
 def refused_text(exc: BaseException, secrets: list[str]) -> Text:
     """A relaunch refused or broken before it produced a result (pre-flight, another one running …)."""
-    t = Text(no_wrap=True, overflow="ellipsis")
+    t = Text()  # wrapped (the screen lets #progress wrap for it): a refusal's reason and its way out are long
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    _line(t, f"✗ relaunch failed: {scrub(message, secrets)}", "bold red")
+    reason, _, way = scrub(message, secrets).partition(" — ")  # "…; nothing was changed — do it as the owner (…)"
+    _line(t, f"✗ relaunch failed: {reason}", "bold red")
+    if way:
+        _line(t, f"→ {way}", "yellow")
     _line(t, "press Relaunch to plan again from what runs now", "dim")
     return t

@@ -89,6 +89,7 @@ class RelaunchScreen(ModalScreen[None]):
     RelaunchScreen #bottom { height: auto; }
     RelaunchScreen #progress-box { height: auto; max-height: 40vh; }
     RelaunchScreen #progress { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
+    RelaunchScreen #progress.refused { text-wrap: wrap; }
     RelaunchScreen #buttons { height: 3; }
     RelaunchScreen #go { width: auto; }
     RelaunchScreen #keys { padding: 1 2; color: $text-muted; }
@@ -302,7 +303,9 @@ class RelaunchScreen(ModalScreen[None]):
             from spectui.ui.relaunch_outcome import live_text
 
             self._steps.append((step, detail))
-            self.query_one("#progress", Static).update(live_text(self._steps, self._secrets()))
+            box = self.query_one("#progress", Static)
+            box.remove_class("refused")
+            box.update(live_text(self._steps, self._secrets()))
 
         try:
             self.app.call_from_thread(show)
@@ -322,7 +325,9 @@ class RelaunchScreen(ModalScreen[None]):
                                             env_base=self.draft.env_base)
         except Exception as exc:  # noqa: BLE001 - shown to the operator, one line
             self.running, self.armed, self.error = False, False, exc
-            self.query_one("#progress", Static).update(refused_text(exc, self._secrets()))
+            box = self.query_one("#progress", Static)
+            box.add_class("refused")  # the reason and the way to do it, in full (an owner refusal is long)
+            box.update(refused_text(exc, self._secrets()))
             self.notify("relaunch failed: see the reason above the buttons", severity="error", timeout=10)
             self._update()
             return
@@ -346,6 +351,7 @@ class RelaunchScreen(ModalScreen[None]):
         rollback = getattr(result, "rollback", None)
         if rolled and rollback is not None:
             self.session.current_pid = rollback.pid
+        self.query_one("#progress", Static).remove_class("refused")
         self.query_one("#progress", Static).update(failure_text(result, self._secrets()))
         self.notify("relaunch failed" + (": the previous command runs again" if rolled else ""),
                     severity="error", timeout=10)
