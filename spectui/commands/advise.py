@@ -102,20 +102,11 @@ def same_server(line: dict[str, Any], port: int | None, draft: str | None) -> bo
 def from_history(host_name: str, port: int | None = None, draft: str | None = None
                  ) -> list[tuple[Any, int | None, float | None]]:
     """The host's bench results (of the server on `port` with `draft`, when given) as observations."""
-    from spectui.ops.bench import bench_history_path
+    from spectui.ops.bench_history import bench_records
 
-    try:
-        lines = bench_history_path().read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
     out = []
-    for line in lines:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.get("host") == host_name and isinstance(obj.get("result"), dict) \
-                and same_server(obj, port, draft):
+    for obj in bench_records(host=host_name):
+        if same_server(obj, port, draft):
             got = from_bench(obj["result"])
             if got:
                 out.append(got)

@@ -31,6 +31,7 @@ from typing import Any
 
 from spectui.errors import ProbeError, SpectuiError, UsageError
 from spectui.load import BenchConfig, BenchInterrupted, BenchResult, Progress, PromptSet, run_bench
+from spectui.ops.bench_history import bench_history_path, bench_records
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
 from spectui.sources.discover import flag_value, server_api_key
@@ -64,10 +65,6 @@ class Server:
     info: dict[str, Any]
     speculative: dict[str, Any] | None
     api_key: str | None = None  # --api-key given, else the server's own (its command line): sent, never shown
-
-
-def bench_history_path(history_path: Path | str | None = None) -> Path:
-    return HistoryStore(history_path).path.with_name("bench.jsonl")
 
 
 async def find_server(host: Host, pid: int | None, port: int | None) -> ServerProcess | None:
@@ -303,21 +300,10 @@ def workload_key(workload: dict[str, Any]) -> tuple[Any, ...]:
 def history_baseline(host: str, model: str | None, workload: dict[str, Any],
                      history_path: Path | str | None) -> dict[str, Any] | None:
     """The last recorded bench on the same host, model and workload with speculation off."""
-    import json
-
-    path = bench_history_path(history_path)
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
     key = workload_key(workload)
-    for line in reversed(lines):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        res = obj.get("result") if isinstance(obj, dict) else None
-        if not isinstance(res, dict) or obj.get("host") != host or obj.get("model") != model:
+    for obj in reversed(bench_records(history_path, host=host)):
+        res = obj["result"]
+        if obj.get("model") != model:
             continue
         srv = res.get("server") or {}
         if srv.get("speculative") is None and workload_key(res.get("workload") or {}) == key \

@@ -217,24 +217,15 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
 def known_baseline(host: str, model: str | None, history_path: Any = None) -> Any:
     """The last no-speculation bench recorded for this host (and model, when known) as a BaselineTps at
     its concurrency, or None: what the cockpit shows ×N against."""
-    import json
     import posixpath
 
     from spectui.core.rules import BaselineTps
-    from spectui.ops.bench import bench_history_path
+    from spectui.ops.bench_history import bench_records
 
-    try:
-        lines = bench_history_path(history_path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
     want = {model, posixpath.basename(model.rstrip("/"))} if model else None
-    for line in reversed(lines):
-        try:
-            obj = json.loads(line)
-            res = obj["result"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if not isinstance(res, dict) or obj.get("host") != host or (res.get("server") or {}).get("speculative"):
+    for obj in reversed(bench_records(history_path, host=host)):
+        res = obj["result"]
+        if (res.get("server") or {}).get("speculative"):
             continue
         if want is not None and obj.get("model") not in want:
             continue

@@ -235,21 +235,13 @@ def log_startup_s(log_text: str) -> float | None:
 def bench_seconds(workload: Mapping[str, Any], host_name: str, history_path: Path | str | None = None) -> float:
     """The last bench of the same workload on this host, else requests / concurrency x max_tokens at an
     assumed per-request speed."""
-    from spectui.ops.bench import bench_history_path, workload_key
+    from spectui.ops.bench import workload_key
+    from spectui.ops.bench_history import bench_records
 
-    try:
-        lines = bench_history_path(history_path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        lines = []
     key = workload_key(dict(workload))
-    for line in reversed(lines):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        res = obj.get("result") if isinstance(obj, dict) else None
-        if isinstance(res, dict) and obj.get("host") == host_name and workload_key(res.get("workload") or {}) == key \
-                and isinstance(res.get("duration_s"), int | float):
+    for obj in reversed(bench_records(history_path, host=host_name)):
+        res = obj["result"]
+        if workload_key(res.get("workload") or {}) == key and isinstance(res.get("duration_s"), int | float):
             return float(res["duration_s"])
     if workload.get("duration_s"):
         return float(workload["duration_s"])
