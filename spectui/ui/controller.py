@@ -66,8 +66,7 @@ class Cockpit:
         self._warnings, self._problem = (), ""
         if self.launch is None:
             return
-        from spectui.core.launch import pick_version, resolve
-        from spectui.ops.plan import resolvable_args
+        from spectui.core.launch import pick_version, resolvable_args, resolve
 
         args = list(resolvable_args(self.launch))  # the simulator's --sim-* knobs are not SGLang's
         cat, pick = self.catalogue if self.catalogue is not None else (None, None)
