@@ -1,7 +1,7 @@
 """Draft-checkpoint inspection on a host: the core Reader over SSH, and the launch/environment of a server.
 
 `SSHReader` implements spectui.core.draft's Reader protocol on an SSHHost. Reads go through the host's
-file primitives (sshfiles: SFTP when the server offers it, exec'd `tail -c +N | head -c LEN` when it
+file primitives (ssh.files: SFTP when the server offers it, exec'd `tail -c +N | head -c LEN` when it
 refuses SFTP); metadata (is it a regular file, a directory) over SFTP's stat, or one exec'd `sh` whose
 path is "$1" (never spliced into the script). `bytes_read` counts the bytes returned, which is how the
 inspector proves it read headers, not tensors.

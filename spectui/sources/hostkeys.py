@@ -1,7 +1,7 @@
 """Host keys exactly as OpenSSH checks them, decided inside the one connection attempt.
 
 Trusted keys come from every known_hosts file in force (UserKnownHostsFile then GlobalKnownHostsFile,
-sshdest.Destination), matched by HostKeyAlias or HostName as `host` / `[host]:port`; a file that does not
+ssh.dest.Destination), matched by HostKeyAlias or HostName as `host` / `[host]:port`; a file that does not
 exist trusts nothing (it is not an error). A key that is not trusted is judged in
 `validate_host_public_key`:
 
@@ -22,7 +22,7 @@ from typing import Any
 import asyncssh
 
 from spectui.errors import HostKeyError
-from spectui.sources.sshdest import Destination
+from spectui.sources.ssh.dest import Destination
 
 _EMPTY: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
 

@@ -12,7 +12,7 @@ import pytest
 
 from spectui.commands.connect import UNKNOWN_HOST_TRIES, connect_with_retry
 from spectui.errors import ConnectError, UnknownHostError
-from spectui.sources.ssherrors import host_error
+from spectui.sources.ssh.errors import host_error
 
 BAD = "no-such-host-spectui.invalid"  # .invalid never resolves (RFC 6761)
 

@@ -13,7 +13,7 @@ n is min(length, size - offset) from the same open descriptor, the bytes are pad
 shrank meanwhile, and the trailer shows that (the client then keeps only the bytes below the new size).
 Status 65: the path is another inode now; 66: no such file; 77: cannot open or stat it. A locate answers
 `P <path>` (empty: not found), a stat `F <size> <inode> <mtime>` (`F` alone: none). Paths go in as data, never as shell code; a path with a newline or
-surrounding blanks cannot be framed in a line and takes the one-shot exec path instead (sshfiles).
+surrounding blanks cannot be framed in a line and takes the one-shot exec path instead (ssh.files).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import asyncssh
 
-from spectui.sources.ssherrors import host_error
+from spectui.sources.ssh.errors import host_error
 
 LOOP_SH = (
     'export LC_ALL=C; '
@@ -77,7 +77,7 @@ class ExecReader:
 
     async def read(self, path: str, inode: int | None, offset: int, length: int
                    ) -> tuple[int, tuple[int, int] | None, bytes]:
-        """(status, (inode, size), data): as sshfiles.SSHFiles.exec_read."""
+        """(status, (inode, size), data): as ssh.files.SSHFiles.exec_read."""
         async with self._lock:
             try:
                 proc = await self._ask(f"R {'-' if inode is None else inode} {offset} {max(0, length)} {path}")

@@ -1,11 +1,11 @@
 """SSHHost: the Host interface over asyncssh with OpenSSH semantics (config, agent, known_hosts, jumps).
 
-One SSH connection per host carries everything: commands (`run`), file reads (sshfiles: an SFTP session
+One SSH connection per host carries everything: commands (`run`), file reads (ssh.files: an SFTP session
 for positioned reads on an open handle, or exec'd reads of the same inode where the server refuses SFTP),
 local port forwards for the HTTP probe, and one long-running `tail -c1 -F` per followed file used only as
-a wake-up signal (sshnotify). No process is spawned per poll while SFTP is there.
+a wake-up signal (ssh.notify). No process is spawned per poll while SFTP is there.
 
-Host keys are checked as OpenSSH would (hostkeys, sshdest): every known_hosts file in force,
+Host keys are checked as OpenSSH would (hostkeys, ssh.dest): every known_hosts file in force,
 StrictHostKeyChecking, a changed key always refused. A ProxyJump in the config is opened here, hop by
 hop, with the same identities and the same host-key rules (so `--known-hosts` covers the hops too).
 """
@@ -25,11 +25,11 @@ import asyncssh
 from spectui.errors import ConnectError, HostKeyError, RemoteCommandError
 from spectui.sources.base import FileStat, RunResult, check_result
 from spectui.sources.hostkeys import HostKeyCheck
-from spectui.sources.sshdest import Destination, destination, parse_jump
-from spectui.sources.ssherrors import host_error as _host_error
-from spectui.sources.sshfiles import ExecFile, SFTPFile, SSHFiles
-from spectui.sources.sshnotify import NOTIFY_WINDOW, TailNotifier, _WakeSession
-from spectui.sources.sshreader import framable
+from spectui.sources.ssh.dest import Destination, destination, parse_jump
+from spectui.sources.ssh.errors import host_error as _host_error
+from spectui.sources.ssh.files import ExecFile, SFTPFile, SSHFiles
+from spectui.sources.ssh.notify import NOTIFY_WINDOW, TailNotifier, _WakeSession
+from spectui.sources.ssh.reader import framable
 
 CONNECT_TIMEOUT = 10.0
 KEEPALIVE_INTERVAL = 5.0  # a stalled link is declared dead after 3 missed keepalives (15 s)
@@ -240,13 +240,13 @@ class SSHHost:
         except ValueError:
             return None
 
-    # File-read primitives, over SFTP or (refused) exec: see sshfiles.SSHFiles.
+    # File-read primitives, over SFTP or (refused) exec: see ssh.files.SSHFiles.
     async def open(self, path: str) -> SFTPFile | ExecFile:
         return await self.files.open(path)
 
     async def open_identified(self, path: str) -> tuple[FileStat, SFTPFile | ExecFile]:
         """An open handle of `path` and the identity (inode) of the file it reads, checked: see
-        sshfiles.SSHFiles.open_identified. The tail opens its log with this."""
+        ssh.files.SSHFiles.open_identified. The tail opens its log with this."""
         return await self.files.open_identified(path, self.stat)
 
     async def read_range(self, path: str, offset: int, length: int) -> bytes:

@@ -1,7 +1,7 @@
 """The wake-up signal of a remote tail: one long-running `tail -c1 -F` per followed file.
 
 Its channel is paused after the first byte, so it costs one small window of bandwidth per wake-up while
-the bytes themselves come from offsets spectui tracks (over SFTP or exec, sshfiles). It needs no SFTP.
+the bytes themselves come from offsets spectui tracks (over SFTP or exec, ssh.files). It needs no SFTP.
 """
 
 from __future__ import annotations

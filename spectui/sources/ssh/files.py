@@ -3,7 +3,7 @@
 Both transports give the same primitives (`SSHFiles`: open, read, size, exists, listdir, locate) and the
 same guarantee the tail builds on: an open file keeps reading the inode it opened, across a rename.
 SFTP does that with an open handle. The exec fallback sends reads to one long-running `sh` loop per
-connection (sshreader; a one-shot `sh -c` per read for a path it cannot frame in a line), which opens
+connection (ssh.reader; a one-shot `sh -c` per read for a path it cannot frame in a line), which opens
 the path on fd 3, checks the inode of what it opened (`stat -L /dev/fd/3`), and reads
 `tail -c +OFFSET <&3 | head -c N` from that descriptor (GNU tail seeks on a regular file, so a read costs its bytes, not the offset). When
 the path now names another file (rotated by rename) it finds the inode again in the same folder
@@ -20,8 +20,8 @@ from typing import Any
 import asyncssh
 
 from spectui.sources.base import FileStat
-from spectui.sources.ssherrors import host_error
-from spectui.sources.sshreader import ExecReader, framable
+from spectui.sources.ssh.errors import host_error
+from spectui.sources.ssh.reader import ExecReader, framable
 
 # One line each: a login shell (csh too) gets them as one single-quoted word.
 # $1 path, $2 expected inode ("" = any), $3 offset+1, $4 length. Out: "inode size\n" then the bytes.
@@ -114,7 +114,7 @@ class SSHFiles:
         self._sftp, self.transport, self._reader = None, None, None
 
     def _loop(self, path: str) -> ExecReader | None:
-        """The connection's read loop (sshreader), for a path it can frame; None: one exec per call."""
+        """The connection's read loop (ssh.reader), for a path it can frame; None: one exec per call."""
         if not framable(path):
             return None
         if self._reader is None:
