@@ -34,6 +34,10 @@ def add_bench_only_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"generated-shared-prefix: {what} (default {default})")
     ds.add_argument("--gsp-range-ratio", type=float, default=1.0, metavar="R",
                     help="generated-shared-prefix: lengths drawn from [N*R, N] (default 1.0, as bench_serving)")
+    ds.add_argument("--gsp-num-turns", type=int, default=1, metavar="T",
+                    help="generated-shared-prefix: T > 1 makes each prompt a multi-turn conversation: its turns are "
+                         "sent in order (chat), each with the history so far, earlier answers included, plus a new "
+                         "question; --requests counts conversations (default 1)")
     ds.add_argument("--ignore-eos", action="store_true",
                     help="generate max_tokens even past the end-of-sequence token (lengths as asked)")
     ds.add_argument("--seed", type=int, default=0, help="seed of the prompt order, the draw and the arrivals (default 0)")
@@ -43,6 +47,9 @@ def add_bench_only_arguments(parser: argparse.ArgumentParser) -> None:
                     help="an extra HTTP header for every request (repeatable; values are never recorded)")
     ds.add_argument("--flush-cache", action="store_true",
                     help="POST /flush_cache (SGLang's prefix cache) after the warm-up, before the window")
+    ds.add_argument("--request-timeout", type=float, default=600.0, metavar="S",
+                    help="each request's total deadline, from sending it to its last byte (default 600 s): "
+                         "one that has not finished fails as RequestTimeout, even if bytes still trickle in")
     out = parser.add_argument_group("results")
     out.add_argument("--goodput", nargs="+", action="extend", default=[], metavar="KEY:MS",
                      help="SLOs for goodput: ttft:MS tpot:MS e2e:MS (e2el as bench_serving spells it)")
@@ -107,12 +114,17 @@ def workload(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, A
 
     kw = {"ignore_eos": args.ignore_eos, "seed": args.seed, "extra_body": parse_extra_body(args.extra_request_body),
           "extra_headers": parse_headers(args.header), "flush_cache": args.flush_cache,
-          "goodput": parse_goodput(args.goodput)}
+          "goodput": parse_goodput(args.goodput), "request_timeout_s": args.request_timeout}
     info: dict[str, Any] = {"dataset_name": args.dataset_name or "prompts"}
+    if args.gsp_num_turns != 1 and args.dataset_name != "generated-shared-prefix":
+        from spectui.errors import UsageError
+
+        raise UsageError("--gsp-num-turns goes with --dataset-name generated-shared-prefix (bench_serving's "
+                         "multi-turn workload)")
     if args.dataset_name is None:
         return kw, load_prompts(args.prompts), {**info, "dataset_name": args.prompts}
     gsp = {k: getattr(args, k) for k in ("gsp_num_groups", "gsp_prompts_per_group", "gsp_system_prompt_len",
-                                         "gsp_question_len", "gsp_output_len", "gsp_range_ratio")}
+                                         "gsp_question_len", "gsp_output_len", "gsp_range_ratio", "gsp_num_turns")}
     ds = Dataset(args.dataset_name, args.requests or DEFAULT_REQUESTS, path=args.dataset_path,
                  random_input_len=args.random_input_len, random_output_len=args.random_output_len,
                  random_range_ratio=args.random_range_ratio, sharegpt_output_len=args.sharegpt_output_len,

@@ -20,13 +20,15 @@ Per-chunk token counts are known when the server repeats usage on every chunk
 
 A request fails with an error kind, never an exception: `HTTP 500`, `stream error 400`, a transport
 kind (`ConnectError`, `ConnectTimeout`, `ReadTimeout`, `RemoteProtocolError`: the server closed the
-connection mid-answer; other client errors by their class name), `IncompleteStream` (closed before
+connection mid-answer; other client errors by their class name), `RequestTimeout` (no complete answer
+within the request's total deadline, `--request-timeout`), `IncompleteStream` (closed before
 `[DONE]` without usage and a finish reason), `BadChunk` (a data line that is not JSON), `NoTokens`
 (a complete stream without any generated text: no TTFT can be measured).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -107,14 +109,16 @@ async def probe_server(http: aiohttp.ClientSession, base_url: str, *, timeout_s:
 
 def build_payload(prompt: Prompt, *, endpoint: str, model: str, max_tokens: int, temperature: float,
                   ignore_eos: bool = False, spec_details: bool = True,
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                  extra: dict[str, Any] | None = None,
+                  messages: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """`messages`: a multi-turn turn's whole history (chat), instead of the prompt's own."""
     if prompt.output_len is not None:  # the workload's own length (random, ShareGPT)
         max_tokens = prompt.output_len
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature,
                             "stream": True,
                             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     if endpoint == "chat":
-        body["messages"] = prompt.as_messages()
+        body["messages"] = messages if messages is not None else prompt.as_messages()
     else:
         body["prompt"] = prompt.text if prompt.text is not None else "\n\n".join(
             m["content"] for m in prompt.as_messages())
@@ -189,10 +193,13 @@ class _Stream:
         if choices and isinstance(choices, list) and isinstance(choices[0], dict):
             c = choices[0]
             delta = c.get("delta")
+            piece = delta.get("content") if isinstance(delta, dict) else c.get("text")
             if isinstance(delta, dict):
-                text = bool(delta.get("content") or delta.get("reasoning_content"))
+                text = bool(piece or delta.get("reasoning_content"))
             else:
-                text = bool(c.get("text"))
+                text = bool(piece)
+            if rec.text is not None and isinstance(piece, str) and piece:
+                rec.text.append(piece)
             if c.get("finish_reason"):
                 rec.finish_reason = str(c["finish_reason"])
         if text:
@@ -264,14 +271,18 @@ def _reason(exc: BaseException) -> str:
 
 async def stream_request(http: aiohttp.ClientSession, url: str, body: dict[str, Any], rec: RequestRecord, *,
                          headers: dict[str, str] | None = None,
-                         on_tokens: Callable[[float, int | None], None] | None = None) -> RequestRecord:
-    """POST `body` to `url`, stream the answer into `rec`. Never raises for a failed request."""
+                         on_tokens: Callable[[float, int | None], None] | None = None,
+                         deadline_s: float | None = None) -> RequestRecord:
+    """POST `body` to `url`, stream the answer into `rec`. Never raises for a failed request.
+    `deadline_s`: the whole request (connect, headers, every chunk, [DONE]) within that many seconds, else
+    it fails as `RequestTimeout` (a server trickling a byte every few seconds never trips a read timeout)."""
     parser = _Stream(rec, on_tokens)
     data = json.dumps(body).encode()
     hdrs = {"Content-Type": "application/json", **(headers or {})}
     rec.start_wall, rec.start = time.time(), time.perf_counter()
+    limit = asyncio.timeout(deadline_s)
     try:
-        async with http.post(url, data=data, headers=hdrs) as resp:
+        async with limit, http.post(url, data=data, headers=hdrs) as resp:
             rec.status = resp.status
             if resp.status != 200:
                 raw = await resp.content.read(ERROR_DETAIL_CHARS * 4)  # the start says why; never the whole body
@@ -285,7 +296,11 @@ async def stream_request(http: aiohttp.ClientSession, url: str, body: dict[str, 
     except _StreamFailure as exc:
         rec.error, rec.error_detail = exc.kind, exc.detail
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        if not (parser.done and isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError)):
+        if limit.expired():
+            rec.error = "RequestTimeout"
+            rec.error_detail = (f"no complete answer within {deadline_s:g} s (--request-timeout); "
+                                f"{len(rec.chunk_times)} text chunks had arrived")
+        elif not (parser.done and isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError)):
             rec.error, rec.error_detail = error_kind(exc), _reason(exc)
     rec.end = parser.done_t or time.perf_counter()
     if rec.error is None:

@@ -17,6 +17,10 @@ generated-shared-prefix  `--gsp-num-groups G --gsp-prompts-per-group P --gsp-sys
           128, 256, 1.0): G groups of P prompts, each group one random system prompt of ~S words shared by
           its P prompts, each prompt its own ~Q-word question and O output tokens (lengths drawn from
           [N*R, N]): the prefix cache's workload. G*P prompts; the run sends `--requests` of them (default all).
+          `--gsp-num-turns T` (bench_serving's multi-turn): each of the G*P becomes a conversation of T turns,
+          the first "system prompt + question", the others a new ~Q-word question each, all answered with the
+          conversation's O tokens; the runner sends the turns in order on the chat endpoint, each turn's
+          messages the history so far (earlier answers included) plus the new question.
 The draw is seeded (`--seed`): the same seed gives the same prompts and lengths.
 """
 
@@ -51,6 +55,7 @@ class Dataset:
     gsp_question_len: int = 128
     gsp_output_len: int = 256
     gsp_range_ratio: float = 1.0
+    gsp_num_turns: int = 1
 
     def validate(self) -> None:
         from spectui.load.errors import BenchConfigError
@@ -58,7 +63,7 @@ class Dataset:
         if self.name not in NAMES:
             raise BenchConfigError(f"--dataset-name must be one of {', '.join(NAMES)}, got {self.name!r}")
         gsp = (self.gsp_num_groups, self.gsp_prompts_per_group, self.gsp_system_prompt_len, self.gsp_question_len,
-               self.gsp_output_len)
+               self.gsp_output_len, self.gsp_num_turns)
         if min(gsp) < 1 or not 0.0 <= self.gsp_range_ratio <= 1.0:
             raise BenchConfigError("--gsp-* lengths and counts must be at least 1, --gsp-range-ratio within [0, 1]")
         if self.name == "sharegpt" and not self.path:
@@ -171,19 +176,24 @@ def sharegpt_prompts(ds: Dataset) -> PromptSet:
 def shared_prefix_prompts(ds: Dataset) -> PromptSet:
     rng = random.Random(ds.seed)
     vocab = _vocabulary(ds.path)
-    groups, per = ds.gsp_num_groups, ds.gsp_prompts_per_group
+    groups, per, turns = ds.gsp_num_groups, ds.gsp_prompts_per_group, ds.gsp_num_turns
     system = random_lens(ds.gsp_system_prompt_len, ds.gsp_range_ratio, groups, rng)
-    question = random_lens(ds.gsp_question_len, ds.gsp_range_ratio, groups * per, rng)
+    question = random_lens(ds.gsp_question_len, ds.gsp_range_ratio, groups * per * turns, rng)
     output = random_lens(ds.gsp_output_len, ds.gsp_range_ratio, groups * per, rng)
     prompts = []
     for g in range(groups):
         prefix = " ".join(rng.choice(vocab) for _ in range(system[g]))
         for j in range(per):
             i = g * per + j
-            text = prefix + "\n\n" + " ".join(rng.choice(vocab) for _ in range(question[i]))
-            prompts.append(Prompt(f"gsp-{g}-{j}", text=text, input_len=system[g] + question[i], output_len=output[i]))
+            qs = [" ".join(rng.choice(vocab) for _ in range(question[i * turns + t])) for t in range(turns)]
+            text, n_in = prefix + "\n\n" + qs[0], system[g] + question[i * turns]
+            if turns == 1:
+                prompts.append(Prompt(f"gsp-{g}-{j}", text=text, input_len=n_in, output_len=output[i]))
+            else:  # bench_serving's rounds: the first a user message, each later one a new question
+                prompts.append(Prompt(f"gsp-{g}-{j}", messages=({"role": "user", "content": text},), input_len=n_in,
+                                      output_len=output[i], follow_ups=tuple(qs[1:])))
     name = (f"generated-shared-prefix:{groups}x{per}:{ds.gsp_system_prompt_len}+{ds.gsp_question_len}:"
-            f"{ds.gsp_output_len}")
+            f"{ds.gsp_output_len}" + (f":{turns}turns" if turns > 1 else ""))
     return PromptSet(name, tuple(prompts), "generated-shared-prefix")
 
 

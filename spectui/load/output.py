@@ -26,6 +26,7 @@ def bench_serving_line(out: dict[str, Any], *, dataset: dict[str, Any] | None = 
         "max_concurrency": wl.get("concurrency"),
         "sharegpt_output_len": ds.get("sharegpt_output_len"), "random_input_len": ds.get("random_input_len"),
         "random_output_len": ds.get("random_output_len"), "random_range_ratio": ds.get("random_range_ratio"),
+        **{k: v for k, v in ds.items() if k.startswith("gsp_")},  # generated-shared-prefix's (multi-turn's)
         "duration": out.get("duration_s"), "completed": req.get("ok"),
         "total_input_tokens": out.get("input_tokens"), "total_output_tokens": out.get("output_tokens"),
         "request_throughput": out.get("requests_per_s"), "input_throughput": out.get("input_tokens_per_s"),

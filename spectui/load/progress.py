@@ -41,6 +41,13 @@ class _Live:
         self.records: list[RequestRecord] = []
         self.active: set[int] = set()
         self.arrivals: deque[tuple[float, int, bool]] = deque()  # (time, tokens or chunks, known)
+        self.unsent = 0  # multi-turn: turns not sent because an earlier turn of their conversation failed
+        self._index = 0
+
+    def next_index(self) -> int:
+        """The next request's index: requests are numbered in the order they start."""
+        self._index += 1
+        return self._index - 1
 
     def on_tokens(self, t: float, n: int | None) -> None:
         self.arrivals.append((t, 1 if n is None else n, n is not None))

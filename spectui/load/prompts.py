@@ -38,6 +38,12 @@ class Prompt:
     messages: tuple[dict[str, str], ...] | None = None
     input_len: int | None = None  # the workload's input length in tokens (random, ShareGPT), if it has one
     output_len: int | None = None  # its max_tokens for this prompt (random, ShareGPT), else the run's
+    follow_ups: tuple[str, ...] = ()  # a multi-turn conversation's later user turns (sent in order, each
+    #                                   after the answer to the one before it; spectui.load.runner)
+
+    @property
+    def turns(self) -> int:
+        return 1 + len(self.follow_ups)
 
     @property
     def is_chat(self) -> bool:
@@ -64,6 +70,11 @@ class PromptSet:
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+    @property
+    def turns(self) -> int:
+        """Turns of its longest conversation (1: single requests)."""
+        return max((p.turns for p in self.prompts), default=1)
 
 
 def load_prompts(spec: str = MIXED) -> PromptSet:

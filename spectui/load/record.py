@@ -53,6 +53,8 @@ class RequestRecord:
     streamed_tokens: int = 0  # live, while streaming: tokens the server reported per chunk ...
     streamed_unknown: int = 0  # ... plus chunks whose token count it did not report (counted 1 each)
     expected_input_tokens: int | None = None  # the workload's own input length (random, ShareGPT), if any
+    text: list[str] | None = None  # the answer's text pieces, kept when asked (a multi-turn history needs them)
+    turn: int = 0  # a multi-turn conversation's turn (0: its first, or a single request)
 
     @property
     def ok(self) -> bool:
@@ -150,5 +152,5 @@ class RequestRecord:
                 "e2e_ms": ms(self.e2e), "tpot_ms": ms(self.tpot), "chunks": len(self.chunk_times),
                 "output_tokens": self.output_tokens, "output_tokens_source": self.output_tokens_source,
                 "prompt_tokens": self.prompt_tokens, "finish_reason": self.finish_reason,
-                "decode_tokens_per_s": None if speed is None else round(speed, 3),
+                "decode_tokens_per_s": None if speed is None else round(speed, 3), "turn": self.turn,
                 "spec": self.spec.to_json() if self.spec else None}

@@ -11,6 +11,10 @@ slot, its TTFT counting the wait as bench_serving's does.
 counted as `not_sent`); the ones in flight finish and count, so the window is S plus the drain.
 The measured window runs from the first measured request's start to the last one's end.
 
+A multi-turn prompt (`--gsp-num-turns`) is one conversation: it holds its concurrency slot while its turns
+go out one after the other, each a request of its own in the result (bench_serving's multi-turn rounds);
+`requests` and `duration_s` count and start conversations.
+
 `stop` (an asyncio.Event, set on Ctrl-C): no request starts after it is set, the ones in flight are
 cancelled (counted as `cancelled`, not measured), and the result holds the requests that completed
 (`interrupted` true). `flush_cache`: POST /flush_cache (SGLang's prefix cache) after the warm-up, before
@@ -62,7 +66,7 @@ class BenchConfig:
     ignore_eos: bool = False
     spec_details: bool = True  # ask SGLang for sglext.spec_tokens_details
     seed: int = 0
-    request_timeout_s: float = 600.0
+    request_timeout_s: float = 600.0  # each request's total deadline (send to [DONE]): RequestTimeout after it
     speculative: bool | None = None  # the caller's knowledge (from /server_info); None: detect
     extra_body: dict[str, Any] = field(default_factory=dict)
     extra_headers: dict[str, str] = field(default_factory=dict)  # --header K=V
@@ -97,6 +101,8 @@ class BenchConfig:
             raise bad(f"--max-tokens must be at least 1, got {self.max_tokens}")
         if not self.temperature >= 0:
             raise bad(f"--temperature must be >= 0, got {self.temperature}")
+        if not (self.request_timeout_s > 0 and self.request_timeout_s < float("inf")):
+            raise bad(f"--request-timeout must be > 0 seconds, got {self.request_timeout_s}")
         if self.endpoint not in ("auto", "chat", "completions"):
             raise bad(f"endpoint must be auto, chat or completions, got {self.endpoint!r}")
 
@@ -115,6 +121,7 @@ class BenchResult:
     not_sent: int = 0
     cancelled: int = 0  # in flight when the run was stopped (Ctrl-C): not measured
     interrupted: bool = False
+    turns: int = 1  # multi-turn: turns a conversation (`requests` counts conversations, the records turns)
 
     @property
     def duration_s(self) -> float:
@@ -134,7 +141,8 @@ class BenchResult:
         workload = {"prompts": self.prompts, "requests": c.total_requests, "concurrency": c.concurrency,
                     "rate": c.rate, "max_tokens": c.max_tokens, "temperature": c.temperature,
                     "duration_limit_s": c.duration_s, "warmup": c.warmup, "model": self.server.model,
-                    "ignore_eos": c.ignore_eos, "seed": c.seed, "flush_cache": c.flush_cache}
+                    "ignore_eos": c.ignore_eos, "seed": c.seed, "flush_cache": c.flush_cache,
+                    "request_timeout_s": c.request_timeout_s, "num_turns": self.turns}
         if c.extra_body:
             workload["extra_request_body"] = c.extra_body
         if c.extra_headers:
@@ -157,6 +165,7 @@ class _Runner:
         order = list(prompts.prompts)
         random.Random(config.seed).shuffle(order)
         self.order: list[Prompt] = order
+        self.turns = prompts.turns
         self.slots = asyncio.Semaphore(config.concurrency) if config.concurrency else None
 
     def _endpoint(self, prompt: Prompt) -> str:
@@ -164,18 +173,41 @@ class _Runner:
             return "chat" if prompt.is_chat else "completions"
         return self.c.endpoint
 
-    async def _one(self, live: _Live, index: int, prompt: Prompt, warmup: bool) -> RequestRecord:
+    async def _run(self, live: _Live, prompt: Prompt, warmup: bool) -> list[RequestRecord]:
+        """One prompt: one request, or a multi-turn conversation's turns in order, each sent when the one
+        before it has finished, with the history so far (the earlier answers included) and the new turn, as
+        bench_serving's multi-turn rounds. A failed turn ends its conversation: the turns after it are not
+        sent (counted in `not_sent`; bench_serving would go on with an empty answer)."""
+        if not prompt.follow_ups:
+            return [await self._one(live, prompt, warmup)]
+        history = prompt.as_messages()
+        out: list[RequestRecord] = []
+        for turn, question in enumerate((None, *prompt.follow_ups)):
+            if question is not None:
+                history = [*history, {"role": "user", "content": question}]
+            rec = await self._one(live, prompt, warmup, messages=history, turn=turn)
+            out.append(rec)
+            if not rec.ok:
+                live.unsent += prompt.turns - turn - 1
+                break
+            history = [*history, {"role": "assistant", "content": "".join(rec.text or ())}]
+        return out
+
+    async def _one(self, live: _Live, prompt: Prompt, warmup: bool, *, messages: list[dict[str, str]] | None = None,
+                   turn: int = 0) -> RequestRecord:
         endpoint = self._endpoint(prompt)
-        rec = RequestRecord(index, prompt.id, endpoint, warmup, expected_input_tokens=prompt.input_len)
+        index = live.next_index()
+        rec = RequestRecord(index, prompt.id, endpoint, warmup, expected_input_tokens=None if turn else prompt.input_len,
+                            text=[] if prompt.follow_ups else None, turn=turn)
         live.records.append(rec)
         live.active.add(index)
         try:
             path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
             body = build_payload(prompt, endpoint=endpoint, model=self.model, max_tokens=self.c.max_tokens,
                                  temperature=self.c.temperature, ignore_eos=self.c.ignore_eos,
-                                 spec_details=self.c.spec_details, extra=self.c.extra_body)
+                                 spec_details=self.c.spec_details, extra=self.c.extra_body, messages=messages)
             return await stream_request(self.http, self.base + path, body, rec, on_tokens=live.on_tokens,
-                                        headers=self.c.extra_headers or None)
+                                        headers=self.c.extra_headers or None, deadline_s=self.c.request_timeout_s)
         finally:
             live.active.discard(index)
 
@@ -190,28 +222,26 @@ class _Runner:
         n = self.c.warmup
         if n == 0:
             return []
-        live = _Live("warmup", n, None)
+        live = _Live("warmup", n * self.turns, None)
         tick = asyncio.create_task(self._ticker(live))
         try:
-            async def one(i: int) -> RequestRecord:
+            async def one(i: int) -> list[RequestRecord]:
                 # from the end of the order: the first measured prompts are not already in the prefix cache
                 prompt = self.order[-1 - i % len(self.order)]
                 async with self.slots or contextlib.nullcontext():
-                    return await self._one(live, i, prompt, True)
+                    return await self._run(live, prompt, True)
 
             gathered, stopped = await self._until_stopped(asyncio.gather(*(one(i) for i in range(n))))
         finally:
             tick.cancel()
         if stopped:
             raise BenchInterrupted("interrupted during the warm-up: nothing was measured")
-        records = list(gathered)
+        records = [r for recs in gathered for r in recs]
         if self.on_progress is not None:
             self.on_progress(live.snapshot())
-        if not any(r.ok for r in records):
-            kinds = ", ".join(f"{k} x{v}" for k, v in error_counts(records).items())
-            detail = next((r.error_detail for r in records if r.error_detail), "")
-            raise WarmupFailedError(f"every warm-up request failed ({kinds}){': ' + detail if detail else ''}; "
-                                    "check the server log")
+        failed = warmup_failure(records)
+        if failed is not None:
+            raise failed
         return records
 
     async def _until_stopped(self, aw: Any) -> tuple[Any, bool]:
@@ -235,31 +265,32 @@ class _Runner:
 
     async def measure(self) -> tuple[list[RequestRecord], float, float, float, int, int]:
         c = self.c
-        live = _Live("measure", c.total_requests, c.duration_s)
+        total = c.total_requests
+        live = _Live("measure", None if total is None else total * self.turns, c.duration_s)
         rng = random.Random(c.seed + 1)
-        tasks: list[asyncio.Task[RequestRecord | None]] = []
+        tasks: list[asyncio.Task[list[RequestRecord]]] = []
         not_sent = 0
         start_wall, start = time.time(), time.perf_counter()
         live.start = start
         deadline = start + c.duration_s if c.duration_s is not None else None
         tick = asyncio.create_task(self._ticker(live))
 
-        async def open_loop(i: int, prompt: Prompt) -> RequestRecord | None:
+        async def open_loop(prompt: Prompt) -> list[RequestRecord]:
             nonlocal not_sent
             async with self.slots or contextlib.nullcontext():
                 if deadline is not None and time.perf_counter() >= deadline:
-                    not_sent += 1
-                    return None
-                return await self._one(live, i, prompt, False)
+                    not_sent += prompt.turns
+                    return []
+                return await self._run(live, prompt, False)
 
-        async def closed_loop(i: int, prompt: Prompt) -> RequestRecord:
+        async def closed_loop(prompt: Prompt) -> list[RequestRecord]:
             try:
-                return await self._one(live, i, prompt, False)
+                return await self._run(live, prompt, False)
             finally:
                 assert self.slots is not None
                 self.slots.release()
 
-        async def drive() -> list[RequestRecord | None]:
+        async def drive() -> list[list[RequestRecord]]:
             i, next_t = 0, start
             while c.total_requests is None or i < c.total_requests:
                 if deadline is not None and time.perf_counter() >= deadline:
@@ -268,9 +299,9 @@ class _Runner:
                 if c.rate is None and self.slots is not None:
                     if not await self._acquire(deadline):
                         break
-                    tasks.append(asyncio.create_task(closed_loop(i, prompt)))
+                    tasks.append(asyncio.create_task(closed_loop(prompt)))
                 else:
-                    tasks.append(asyncio.create_task(open_loop(i, prompt)))
+                    tasks.append(asyncio.create_task(open_loop(prompt)))
                 i += 1
                 if c.rate is not None:
                     next_t += rng.expovariate(c.rate)
@@ -294,13 +325,15 @@ class _Runner:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            done = [r for r in live.records if r.end is not None]
-            cancelled = len(live.records) - len(done)
-        end = max((r.end for r in done if r is not None and r.end is not None), default=time.perf_counter())
-        records = sorted((r for r in done if r is not None), key=lambda r: r.index)
+            flat = [r for r in live.records if r.end is not None]
+            cancelled = len(live.records) - len(flat)
+        else:
+            flat = [r for recs in done for r in recs]
+        end = max((r.end for r in flat if r.end is not None), default=time.perf_counter())
+        records = sorted(flat, key=lambda r: r.index)
         if self.on_progress is not None:
             self.on_progress(live.snapshot("done"))
-        return records, start, end, start_wall, not_sent, (cancelled if stopped else -1)
+        return records, start, end, start_wall, not_sent + live.unsent, (cancelled if stopped else -1)
 
     async def _acquire(self, deadline: float | None) -> bool:
         """Take a concurrency slot; False (and no slot held) when the deadline passes first."""
@@ -318,6 +351,16 @@ class _Runner:
         return True
 
 
+def warmup_failure(records: list[RequestRecord]) -> WarmupFailedError | None:
+    """The error when every warm-up request failed (bench_serving stops there too), else None."""
+    if not records or any(r.ok for r in records):
+        return None
+    kinds = ", ".join(f"{k} x{v}" for k, v in error_counts(records).items())
+    detail = next((r.error_detail for r in records if r.error_detail), "")
+    return WarmupFailedError(f"every warm-up request failed ({kinds}){': ' + detail if detail else ''}; "
+                             "check the server log")
+
+
 async def run_bench(config: BenchConfig, prompts: PromptSet, *, on_progress: ProgressCallback | None = None,
                     progress_interval_s: float = 0.25, stop: asyncio.Event | None = None) -> BenchResult:
     """Probe /v1/models, warm up, (flush the cache,) run the measured window. Raises BenchConfigError
@@ -326,7 +369,8 @@ async def run_bench(config: BenchConfig, prompts: PromptSet, *, on_progress: Pro
     config.validate()
     if config.endpoint == "completions" and any(p.is_chat for p in prompts.prompts):
         raise BenchConfigError("the completions endpoint takes plain prompts; these prompts are chat "
-                               "messages (use the chat endpoint)")
+                               "messages (use the chat endpoint)" + (" and a multi-turn conversation needs "
+                               "the chat endpoint" if prompts.turns > 1 else ""))
     base = normalize_base_url(config.base_url)
     conns = (config.concurrency or 0) + 4 if config.concurrency else 0  # 0: no limit
     connector = aiohttp.TCPConnector(limit=conns, limit_per_host=0, ttl_dns_cache=300)
@@ -343,7 +387,7 @@ async def run_bench(config: BenchConfig, prompts: PromptSet, *, on_progress: Pro
     return BenchResult(config=config, prompts=prompts.name, server=probe, records=records, warmup_records=warm,
                        window_start=start, window_end=end, window_start_wall=start_wall,
                        window_end_wall=start_wall + (end - start), not_sent=not_sent,
-                       cancelled=max(0, cancelled), interrupted=cancelled >= 0)
+                       cancelled=max(0, cancelled), interrupted=cancelled >= 0, turns=prompts.turns)
 
 
 async def flush_cache(http: aiohttp.ClientSession, base: str) -> None:

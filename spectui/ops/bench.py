@@ -31,6 +31,7 @@ from typing import Any
 
 from spectui.errors import ProbeError, SpectuiError, UsageError
 from spectui.load import BenchConfig, BenchInterrupted, BenchResult, Progress, PromptSet, run_bench
+from spectui.load.runner import warmup_failure
 from spectui.ops.bench_history import bench_history_path, bench_records
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
@@ -244,7 +245,10 @@ async def measure(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progres
             if on_phase:
                 on_phase("warmup")
             warm = replace(config, requests=config.warmup, duration_s=None, rate=None, warmup=0, flush_cache=False)
-            await run_bench(warm, plan.prompts, on_progress=on_progress, stop=stop)
+            warmed = await run_bench(warm, plan.prompts, on_progress=on_progress, stop=stop)
+            failed = None if warmed.interrupted else warmup_failure(warmed.records)
+            if failed is not None:
+                raise failed
         log = _LogMark(host, server.proc.log_path if server.proc else None)
         before_off = await log.size()
         before = read_counters(await _info(probe)) if server.speculative else None

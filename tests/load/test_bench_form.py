@@ -90,3 +90,36 @@ async def test_b_opens_a_form_and_runs_only_when_asked(tmp_path, monkeypatch) ->
                 assert "output tok/s" in str(screen.query_one("#bench-result").render())
         finally:
             await host.close()
+
+
+def test_form_offers_the_multi_turn_workload() -> None:
+    kw, prompts = parse_form({"requests": "3", "concurrency": "2", "max_tokens": "9",
+                              "workload": "multi-turn:4:6:5"})
+    assert kw["ignore_eos"] is True and len(prompts) == 3 and prompts.turns == 4
+    assert all(p.output_len == 5 and [len(q.split()) for q in p.follow_ups] == [6, 6, 6] for p in prompts.prompts)
+    for bad in ("multi-turn:3", "multi-turn:0:5:5", "multi-turn:a:5:5"):
+        with pytest.raises(ValueError, match="multi-turn:TURNS:Q:OUT"):
+            parse_form({"requests": "4", "concurrency": "2", "max_tokens": "8", "workload": bad})
+
+
+async def test_a_multi_turn_bench_from_the_form(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with run_sim() as url:
+        host = LocalHost()
+        await host.connect()
+        try:
+            screen = BenchScreen(Session(host, int(url.rsplit(":", 1)[1])), Cockpit())
+            async with Host(screen).run_test(size=(120, 40)) as pilot:
+                await pilot.pause()
+                for key, value in (("requests", "2"), ("concurrency", "2"), ("max_tokens", "8"),
+                                   ("workload", "multi-turn:3:5:6")):
+                    screen.query_one(f"#bench-{key}").value = value
+                await pilot.press("enter")
+                await wait_for(lambda: screen.result is not None or screen.error is not None, pilot)
+                assert screen.error is None, screen.error
+                out = screen.result
+                assert out["workload"]["num_turns"] == 3 and out["workload"]["requests"] == 2
+                assert out["requests"]["ok"] == 6 and out["output_tokens"] == 6 * 6
+                assert "2 conversations of 3 turns" in str(screen.query_one("#bench-result").render())
+        finally:
+            await host.close()

@@ -4,8 +4,12 @@ through ops.bench in a worker (the log keeps flowing underneath), shows the live
 result in place: tok/s, per-request speed, accept length over the window and the speedup against the
 known baseline. A bench of a server without speculation becomes the cockpit's baseline.
 
-The workload field takes a bundled set (mixed, chat, code, math, summarise), a JSONL prompts file, or
-`random:IN:OUT` (bench_serving's random dataset at fixed lengths, with ignore_eos so they hold).
+The workload field takes a bundled set (mixed, chat, code, math, summarise), a JSONL prompts file,
+`random:IN:OUT` (bench_serving's random dataset at fixed lengths, with ignore_eos so they hold), or
+`multi-turn:TURNS:Q:OUT` (bench_serving's multi-turn workload, generated-shared-prefix with
+--gsp-num-turns: `requests` conversations of TURNS turns, each turn a new Q-word question sent with the
+conversation so far, earlier answers included, answered with OUT tokens; the first turn also carries a
+Q-word system prompt of its own).
 
 Also `cockpit_baseline`: the baseline the cockpit starts with (given, else the last no-spec bench of this
 host+model in history)."""
@@ -53,6 +57,16 @@ def parse_form(values: dict[str, str]) -> tuple[dict[str, Any], Any]:
                          random_output_len=int(parts[2]), random_range_ratio=1.0)
             kw["ignore_eos"] = True
             return kw, load_dataset(ds)
+        if spec.startswith("multi-turn:"):
+            parts = spec.split(":")
+            if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+                raise ValueError(f"workload {spec!r}: multi-turn:TURNS:Q:OUT, e.g. multi-turn:3:64:32")
+            turns, q, out = (int(p) for p in parts[1:])
+            ds = Dataset("generated-shared-prefix", nums["requests"], gsp_num_groups=nums["requests"],
+                         gsp_prompts_per_group=1, gsp_system_prompt_len=q, gsp_question_len=q, gsp_output_len=out,
+                         gsp_num_turns=turns)
+            kw["ignore_eos"] = True
+            return kw, load_dataset(ds)
         return kw, load_prompts(spec)
     except SpectuiError as exc:
         raise ValueError(str(exc)) from None
@@ -95,7 +109,9 @@ def _f(x: Any, spec: str = ".1f") -> str:
 def result_text(out: dict[str, Any]) -> Text:
     t = Text(no_wrap=False)
     wl, req = out["workload"], out["requests"]
-    t.append(f"{req['ok']} ok, {req['failed']} failed · concurrency {wl.get('concurrency') or 'unlimited'} · "
+    turns = wl.get("num_turns") or 1
+    convs = f" ({wl.get('requests')} conversations of {turns} turns)" if turns > 1 else ""
+    t.append(f"{req['ok']} ok, {req['failed']} failed{convs} · concurrency {wl.get('concurrency') or 'unlimited'} · "
              f"max_tokens {wl.get('max_tokens')} · window {_f(out.get('duration_s'), '.2f')} s\n", "dim")
     t.append("output tok/s ", "bold")
     t.append(_f(out.get("output_tokens_per_s")), "bold cyan")
@@ -140,6 +156,7 @@ class BenchScreen(ModalScreen[None]):
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
         self.started = False
+        self.turns = 1
         self._last_paint = 0.0
 
     def compose(self) -> ComposeResult:
@@ -149,8 +166,8 @@ class BenchScreen(ModalScreen[None]):
                 with Horizontal(classes="field"):
                     yield Label(label)
                     yield Input(str(default), id=f"bench-{key}")
-            yield Static(Text("workload: mixed, chat, code, math, summarise, a JSONL file, or random:IN:OUT",
-                              style="dim"), id="bench-hint")
+            yield Static(Text("workload: mixed, chat, code, math, summarise, a JSONL file, random:IN:OUT or "
+                              "multi-turn:TURNS:Q:OUT", style="dim"), id="bench-hint")
             yield Static(Text("enter / ctrl+s run · esc close", style="dim"), id="bench-progress")
             yield Static("", id="bench-result")
 
@@ -177,7 +194,7 @@ class BenchScreen(ModalScreen[None]):
         except ValueError as exc:
             self._say(Text(str(exc), style="bold red"))
             return
-        self.started = True
+        self.started, self.turns = True, prompts.turns
         for field in self.query(Input):
             field.disabled = True
         self._say("starting…")
@@ -195,7 +212,7 @@ class BenchScreen(ModalScreen[None]):
             return
         self._last_paint = now
         total = p.total if p.total is not None else "?"
-        self._say(f"{p.done}/{total} requests · {_f(p.tokens_per_s)} tok/s · in flight {p.in_flight} · "
+        self._say(f"{p.done}/{total} requests{' (turns)' if self.turns > 1 else ''} · {_f(p.tokens_per_s)} tok/s · in flight {p.in_flight} · "
                   f"failed {p.failed}")
 
     @work(exclusive=True, group="bench")
