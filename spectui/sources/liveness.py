@@ -9,6 +9,13 @@ port, same log folder, same program and model: a relaunch done by the CLI, a col
 Quiet is not stuck: an idle server that answers /health is healthy however old its last log line; a
 server with requests running or queued whose log stops is not. While it starts (no 200 yet, log phase
 before ready) no judgement is made from /health, whose silence is normal then.
+
+The cadence (what a watcher costs the server, docs/ARCHITECTURE.md "liveness"): a round every `interval`
+(1 s) while the server starts, fails a probe, is stopped or has work in flight without a decode line; every
+`calm_interval` (2 s) once it answers and idles; every `vouched_interval` (5 s) while fresh decode lines
+prove it alive, and those lines stand in for the probes skipped (a verdict still comes `unhealthy_after`
+after the last sign of life). Every question goes through the host's shared prober (sources.probeshare):
+tabs of the same server ask /health once, tabs of one host read their pids' states in one command.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spectui.sources.base import Host, ServerProcess
+from spectui.sources.probeshare import process_state, process_states  # noqa: F401 - re-exported
 
 HEALTHY, UNHEALTHY, GONE = "healthy", "unhealthy", "gone"
 _UP_PHASES = ("ready", "serving")
@@ -36,6 +45,9 @@ class LivenessConfig:
     log_quiet_after: float = 30.0  # no log line for this long while requests run or wait
     probe_timeout: float = 2.0
     generate_check: bool = True  # confirm a quiet-but-answering server with /health_generate
+    calm_interval: float = 2.0  # answering and idle (no work, no fresh decode line): a round this often
+    vouched_interval: float = 5.0  # a decode line within `fresh_log` proves it alive: /health this often
+    fresh_log: float = 5.0  # a decode line this recent is a sign of life
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: float) -> LivenessConfig:
@@ -63,6 +75,7 @@ class Activity:
     running: int | None = None
     queued: int | None = None
     phase: str | None = None
+    decode_at: float | None = None  # when the last decode line came (its figures changed), same clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +111,7 @@ class HealthJudge:
     proc_state: str | None = "?"  # /proc stat state letter; None = gone
     stopped_since: float | None = None
     generate_ok: bool | None = None  # the latest /health_generate, when one was asked
+    vouched: float | None = None  # the last decode line that stood in for a skipped /health probe
     history: list[tuple[float, str]] = field(default_factory=list)
 
     def health(self, now: float, code: int | None, detail: str = "") -> None:
@@ -105,6 +119,24 @@ class HealthJudge:
         if code == 200:
             self.last_ok = now
             self.up_since = self.up_since or now
+
+    def vouch(self, at: float) -> None:
+        """A decode line at `at` proves the server alive; counted only while /health last answered 200 (a
+        server that stopped answering is not vouched for by its log: its HTTP side may be stuck)."""
+        if self.last_code == 200 and at > (self.vouched if self.vouched is not None else -1e18):
+            self.vouched = at
+
+    def cadence(self, now: float, act: Activity) -> float:
+        """Seconds between probe rounds now (see the module's docstring)."""
+        cfg = self.config
+        if (self.up_since is None or self.last_code != 200 or self.proc_state is None
+                or self.stopped_since is not None):
+            return cfg.interval  # starting, failing, stopped or not yet seen: watch closely
+        if act.decode_at is not None and now - act.decode_at <= min(cfg.fresh_log, cfg.unhealthy_after / 2):
+            return max(cfg.interval, min(cfg.vouched_interval, cfg.unhealthy_after / 2))
+        if (act.running or 0) + (act.queued or 0):
+            return cfg.interval  # work in flight and no fresh decode line: watch closely
+        return max(cfg.interval, min(cfg.calm_interval, cfg.unhealthy_after / 3))
 
     def process(self, now: float, state: str | None) -> None:
         self.proc_state = state
@@ -122,11 +154,13 @@ class HealthJudge:
             self.up_since = now  # the log says it is up: /health should answer from now on
         stopped = (now - self.stopped_since) if self.stopped_since is not None else None
         if self.up_since is not None:
-            silent = now - (self.last_ok if self.last_ok is not None else self.up_since)
+            seen = self.last_ok if self.last_ok is not None else self.up_since
+            by_log = self.vouched is not None and self.vouched > seen
+            silent = now - (self.vouched if by_log else seen)  # type: ignore[operator]
             if silent >= cfg.unhealthy_after:
                 what = (f"/health answered {self.last_code}" if self.last_code not in (None, 200)
                         else "no /health answer")
-                why = f"{what} for {_secs(silent)}"
+                why = f"{what} for {_secs(silent)}" + (" (nor a decode line)" if by_log else "")
                 if stopped is not None:
                     why += " (the process is stopped: SIGSTOP?)"
                 return HealthState(UNHEALTHY, why, "health", pid)
@@ -145,29 +179,6 @@ class HealthJudge:
         return HealthState(HEALTHY, "answers /health" if self.last_ok is not None else "up, by its log", "ok", pid)
 
 
-async def process_state(host: Host, pid: int) -> str | None:
-    """The state letter of /proc/PID/stat (R, S, D, T, …), or None when the process is gone (or a zombie).
-
-    On this machine the file is read directly (a probe round every second would otherwise start a `cat`,
-    the larger part of an idle cockpit's probing CPU); on a remote host, one `cat` over the connection."""
-    from spectui.sources.local import LocalHost
-
-    if isinstance(host, LocalHost):
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:  # no such process (or /proc hides it): gone
-            return None
-    else:
-        res = await host.run(["cat", f"/proc/{pid}/stat"], timeout=10)
-        text = res.stdout if res.exit_status == 0 else ""
-    if ")" not in text:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    state = fields[0] if fields else "?"
-    return None if state in ("Z", "X") else state
-
-
 class LivenessMonitor:
     """Probe one server (pid + port on a host) every `config.interval`; yield a HealthState or None per round."""
 
@@ -182,53 +193,66 @@ class LivenessMonitor:
         self.judge = HealthJudge(self.config, clock(), pid)
 
     async def rounds(self) -> AsyncIterator[HealthState | None]:
-        from spectui.sources.http import ServerProbe
+        """A verdict (or None) every `interval`; the server is asked at the judge's cadence (HealthJudge.cadence),
+        the process's state every round on this machine (a file read) and at that cadence on a remote host."""
+        from spectui.sources import probeshare
+        from spectui.sources.local import LocalHost
 
-        probe = None
-        if self.port:
-            probe = ServerProbe(self.host, self.port, self.addr, timeout=self.config.probe_timeout,
-                                api_key=self.api_key)
+        shared = probeshare.acquire(self.host, self.pid)
+        local = isinstance(self.host, LocalHost)
+        asked: float | None = None  # clock() of the last round that asked the server
         try:
             while True:
                 began = self.clock()
-                await self._round(probe)
+                act = self.activity()
+                if act.decode_at is not None and began - act.decode_at <= self.config.fresh_log:
+                    self.judge.vouch(act.decode_at)
+                due = asked is None or began - asked >= self.judge.cadence(began, act) - 0.1 * self.config.interval
+                if due or local:
+                    await self._round(shared, (began - asked) if due and asked is not None else self.config.interval,
+                                      health=due)
+                    if due:
+                        asked = began
                 verdict = self.judge.judge(self.clock(), self.activity())
                 yield verdict
                 if verdict is not None and verdict.state == GONE:
                     return
                 await asyncio.sleep(max(0.05, self.config.interval - (self.clock() - began)))
         finally:
-            if probe is not None:
-                await probe.close()
+            await probeshare.release(shared, self.host, self.pid)
 
-    async def _round(self, probe: object) -> None:
+    async def _round(self, shared: Any, max_age: float, *, health: bool) -> None:
+        """One round's questions; an answer another watcher got within `max_age` (90 %) is taken instead."""
         tasks = []
         if self.pid is not None:
-            tasks.append(self._check_process())
-        if probe is not None:
-            tasks.append(self._check_health(probe))
+            tasks.append(self._check_process(shared, 0.9 * max_age))
+        if self.port and health:
+            tasks.append(self._check_health(shared, 0.9 * max_age))
         await asyncio.gather(*tasks)
 
-    async def _check_process(self) -> None:
+    async def _check_process(self, shared: Any, max_age: float) -> None:
         assert self.pid is not None
         try:
-            state = await process_state(self.host, self.pid)
+            state, _age = await shared.process_state(self.pid, max_age=max_age)
         except Exception:  # noqa: BLE001 - a host hiccup (SSH reconnecting) says nothing about the server
             return
         self.judge.process(self.clock(), state)
 
-    async def _check_health(self, probe: object) -> None:
-        from spectui.sources.http import ServerProbe
-
-        assert isinstance(probe, ServerProbe)
-        health = await probe.health()
-        self.judge.health(self.clock(), health.status_code, health.detail)
+    async def _check_health(self, shared: Any, max_age: float) -> None:
+        assert self.port is not None
+        cfg = self.config
+        health, age = await shared.health(self.port, self.addr, api_key=self.api_key, timeout=cfg.probe_timeout,
+                                          max_age=max_age)
+        at = self.clock() - age  # when it was answered (another tab's probe, maybe), on this clock
+        if self.judge.last_ok is None or at >= self.judge.last_ok:
+            self.judge.health(at, health.status_code, health.detail)
         act = self.activity()
-        quiet = act.last_line_at is not None and self.clock() - act.last_line_at >= self.config.log_quiet_after
-        if health.ok and quiet and (act.running or act.queued) and self.config.generate_check:
+        quiet = act.last_line_at is not None and self.clock() - act.last_line_at >= cfg.log_quiet_after
+        if health.ok and quiet and (act.running or act.queued) and cfg.generate_check:
             # /health answers but the log stopped with work in flight: ask for an end-to-end generate.
             try:
-                resp = await probe._get("/health_generate")  # noqa: SLF001 - one GET, same client and forward
+                resp, _ = await shared.get(self.port, "/health_generate", self.addr, api_key=self.api_key,
+                                           timeout=cfg.probe_timeout, max_age=max_age)
                 self.judge.generate_ok = resp.status_code == 200
             except Exception:  # noqa: BLE001 - no answer is the answer
                 self.judge.generate_ok = False

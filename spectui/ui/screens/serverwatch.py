@@ -60,8 +60,9 @@ class ServerWatch(StaleWatch):
         u: Any = self.last_update  # type: ignore[attr-defined]
         snap = u.snapshot if u is not None else None
         phase = getattr(getattr(snap, "phase", None), "value", None)
+        decode_at = self._figures_at if self._figures_age() is not None else None  # the last decode line's arrival
         return Activity(self._last_line_at, getattr(snap, "running_req", None),  # type: ignore[attr-defined]
-                        getattr(snap, "queue_req", None), phase)
+                        getattr(snap, "queue_req", None), phase, decode_at)
 
     def _set_health(self, verdict: HealthState | None) -> None:
         if verdict != self.health:

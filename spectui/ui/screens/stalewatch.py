@@ -122,14 +122,16 @@ class StaleWatch:
 
     @work(exclusive=True, group="idle-metrics")
     async def idle_watch(self) -> None:
+        """A quiet server's /metrics every METRICS_EVERY_S, through the host's shared prober: tabs of the
+        same server share one scrape (sources.probeshare)."""
         import asyncio
 
+        from spectui.sources import probeshare
         from spectui.sources.discover import server_api_key
-        from spectui.sources.http import ServerProbe
 
         s: Any = self.session  # type: ignore[attr-defined]
-        probe: Any = None
-        prev: tuple[float, float] | None = None  # (clock, generation tokens counter)
+        shared = probeshare.acquire(s.host)
+        prev: tuple[float, float] | None = None  # (clock when scraped, generation tokens counter)
         try:
             while True:
                 await asyncio.sleep(METRICS_EVERY_S)
@@ -141,26 +143,24 @@ class StaleWatch:
                 port = s.server_port or getattr(s.server, "port", None)
                 if port is None:
                     continue
-                if probe is None or getattr(probe, "port", port) != port:
-                    if probe is not None:
-                        await probe.close()
-                    argv = getattr(s.server, "argv", None) or (s.launch.argv if s.launch is not None else ())
-                    probe = ServerProbe(s.host, port, getattr(s.server, "host_addr", None) or "127.0.0.1",
-                                        timeout=3.0, api_key=server_api_key(list(argv)))
+                argv = getattr(s.server, "argv", None) or (s.launch.argv if s.launch is not None else ())
                 try:
-                    samples = await probe.metrics()
+                    samples, scraped = await shared.metrics(port, getattr(s.server, "host_addr", None) or "127.0.0.1",
+                                                            api_key=server_api_key(list(argv)), timeout=3.0,
+                                                            max_age=0.9 * METRICS_EVERY_S)
                 except Exception:  # noqa: BLE001 - no /metrics (not enabled, not answering): "as of" only
                     self.idle, prev = None, None
                     continue
-                now = self.clock()  # type: ignore[attr-defined]
+                now = self.clock() - scraped  # type: ignore[attr-defined]  (when it was scraped, by any tab)
+                if prev is not None and now <= prev[0] + 1e-3:
+                    continue  # the same scrape as last time: the figures stand
                 tokens = _value(samples, "sglang:generation_tokens_total", "sglang:generation_tokens")
                 tps = None
-                if tokens is not None and prev is not None and now > prev[0]:
+                if tokens is not None and prev is not None:
                     tps = max(0.0, (tokens - prev[1]) / (now - prev[0]))
                 prev = (now, tokens) if tokens is not None else None
                 self.idle = IdleFigures(_value(samples, "sglang:num_running_reqs"),
-                                        _value(samples, "sglang:num_queue_reqs"), tps, wall_clock(0))
+                                        _value(samples, "sglang:num_queue_reqs"), tps, wall_clock(scraped))
         finally:
-            if probe is not None:
-                with contextlib.suppress(Exception):
-                    await probe.close()
+            with contextlib.suppress(Exception):
+                await probeshare.release(shared, s.host)
