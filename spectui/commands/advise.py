@@ -80,7 +80,7 @@ def from_bench(res: dict[str, Any]) -> tuple[Any, int | None, float | None] | No
 
 
 def from_sweep(path: str) -> list[tuple[Any, int | None, float | None]]:
-    from spectui.ops.sweep_journal import Journal
+    from spectui.ops.sweep.journal import Journal
 
     out = []
     for entry in Journal.read(path).done.values():

@@ -56,7 +56,7 @@ def _options(args: argparse.Namespace) -> Any:
     from spectui.errors import UsageError
     from spectui.load import BenchConfig, load_prompts
     from spectui.ops.outcome import RelaunchOptions
-    from spectui.ops.sweep import SweepOptions
+    from spectui.ops.sweep.run import SweepOptions
 
     if args.baseline_tps is not None and not args.baseline_tps > 0:
         raise UsageError("--baseline-tps must be > 0 tok/s")
@@ -75,8 +75,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 def _axes(args: argparse.Namespace, journal: Any) -> list[Any]:
     from spectui.errors import UsageError
-    from spectui.ops.sweep import check_resume
-    from spectui.ops.sweep_plan import parse_grid
+    from spectui.ops.sweep.plan import parse_grid
+    from spectui.ops.sweep.run import check_resume
 
     if args.grid:
         axes = parse_grid(args.grid)
@@ -93,8 +93,8 @@ async def _run(args: argparse.Namespace) -> int:
 
     from spectui.commands import sweep_view as view
     from spectui.errors import UsageError
-    from spectui.ops.sweep import Sweep
-    from spectui.ops.sweep_journal import Journal, default_journal_path
+    from spectui.ops.sweep.journal import Journal, default_journal_path
+    from spectui.ops.sweep.run import Sweep
     from spectui.sources.target import open_host, parse_target
 
     target = parse_target(args.target)

@@ -8,10 +8,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from spectui.ops.sweep_plan import estimate_for as estimate_for  # the plan's duration (the cockpit's too)
-from spectui.ops.sweep_results import accept_len, aggregate, depth_of, per_request
-from spectui.ops.sweep_results import eff_text as _eff_text
-from spectui.ops.sweep_results import set_text as _set_text
+from spectui.ops.sweep.plan import estimate_for as estimate_for  # the plan's duration (the cockpit's too)
+from spectui.ops.sweep.results import accept_len, aggregate, depth_of, per_request
+from spectui.ops.sweep.results import eff_text as _eff_text
+from spectui.ops.sweep.results import set_text as _set_text
 
 
 def _fmt(x: Any, spec: str = ".1f") -> str:

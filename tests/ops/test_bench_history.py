@@ -8,7 +8,7 @@ from pathlib import Path
 from spectui.ops.bench import history_baseline
 from spectui.ops.bench_baseline import known_baseline
 from spectui.ops.bench_history import bench_history_path, bench_records
-from spectui.ops.sweep_plan import bench_seconds
+from spectui.ops.sweep.plan import bench_seconds
 
 WORKLOAD = {"requests": 8, "concurrency": 4, "max_tokens": 64, "dataset": "random"}
 

@@ -44,7 +44,7 @@ def verdict(c: Any) -> str:
 
 def entry_cells(entry: dict[str, Any]) -> tuple[str, str, str, str]:
     """status, accept len, per-request tok/s, × baseline of a finished config."""
-    from spectui.ops.sweep_results import accept_len, per_request
+    from spectui.ops.sweep.results import accept_len, per_request
 
     b = entry.get("bench") or {}
     up = (b.get("speedup") or {}).get("per_request_tokens_per_s")
@@ -117,7 +117,7 @@ class SweepScreen(ModalScreen[None]):
 
     def _options(self) -> Any:
         from spectui.load import BenchConfig, load_prompts
-        from spectui.ops.sweep import SweepOptions
+        from spectui.ops.sweep.run import SweepOptions
 
         c, s = self.cockpit, self.session
         base = getattr(c, "baseline", None)
@@ -143,9 +143,9 @@ class SweepScreen(ModalScreen[None]):
     @work(exclusive=True, group="sweep-plan")
     async def make_plan(self) -> None:
         from spectui.errors import SpectuiError
-        from spectui.ops.sweep import Sweep
-        from spectui.ops.sweep_journal import Journal, default_journal_path
-        from spectui.ops.sweep_plan import estimate_for, parse_grid
+        from spectui.ops.sweep.journal import Journal, default_journal_path
+        from spectui.ops.sweep.plan import estimate_for, parse_grid
+        from spectui.ops.sweep.run import Sweep
 
         inputs = self._inputs()
         self.plan, self.armed = None, False
@@ -166,7 +166,7 @@ class SweepScreen(ModalScreen[None]):
         self._show_plan()
 
     def _show_plan(self) -> None:
-        from spectui.ops.sweep_results import eff_text, set_text
+        from spectui.ops.sweep.results import eff_text, set_text
 
         table = self.query_one(DataTable)
         table.clear()

@@ -28,13 +28,13 @@ from spectui.ops.history import HistoryStore
 from spectui.ops.outcome import Progress, RelaunchOptions
 from spectui.ops.plan import Edits
 from spectui.ops.relaunch import KnownCommand, execute, prepare, prepare_start
-from spectui.ops.sweep_baseline import apply as apply_baseline
-from spectui.ops.sweep_baseline import restore_spec
-from spectui.ops.sweep_journal import Journal
-from spectui.ops.sweep_plan import ABSENT, Axis, PlannedConfig, SweepPlan, edits_for, plan_sweep
-from spectui.ops.sweep_plan import workload_of as _workload
-from spectui.ops.sweep_results import ADVISORY, best_index, cause_of, check_resume, summary  # noqa: F401
-from spectui.ops.sweep_results import reason_of as _reason
+from spectui.ops.sweep.baseline import apply as apply_baseline
+from spectui.ops.sweep.baseline import restore_spec
+from spectui.ops.sweep.journal import Journal
+from spectui.ops.sweep.plan import ABSENT, Axis, PlannedConfig, SweepPlan, edits_for, plan_sweep
+from spectui.ops.sweep.plan import workload_of as _workload
+from spectui.ops.sweep.results import ADVISORY, best_index, cause_of, check_resume, summary  # noqa: F401
+from spectui.ops.sweep.results import reason_of as _reason
 
 CRASH_GRACE_S = 2.0  # after a bench that lost requests: time for the crash lines to reach the rules
 EXIT_WAIT_S = 10.0  # after the log said it crashed: time for the process to exit
@@ -105,7 +105,7 @@ class Sweep:
         reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr,
                                                                     server_api_key(s.argv))
         from spectui.ops.hostjudge import judge_on_host
-        from spectui.ops.sweep_plan import grid_plans
+        from spectui.ops.sweep.plan import grid_plans
 
         plans = grid_plans(s, self.axes, host_name=self.host.name, server_version=reported)
         plans = [await judge_on_host(self.host, s, p, reported) for p in plans]  # a source build: its own SGLang
@@ -261,7 +261,7 @@ class Sweep:
         return tuple(self.plan.server.argv) if self.plan is not None else ()
 
     async def _measure_baseline(self) -> None:
-        from spectui.ops import sweep_baseline
+        from spectui.ops.sweep import baseline as sweep_baseline
 
         cur = self.current
         assert cur is not None and self.plan is not None
