@@ -188,3 +188,34 @@ async def test_the_cockpit_relaunch_screen_shows_the_refusal_in_full(owned, tmp_
         assert "start it again as its owner" in shown
         assert not health(port) and _files(root) == ["server.log", "stub"]
         await pilot.press("escape")
+
+
+async def test_over_ssh_the_refusal_says_to_log_in_as_the_owner(owned, sshd, ssh_args, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Through the real sshd (logged in as root): the dry run and a gone server's start are refused, and the
+    way to do it is to connect as the owner."""
+    from spectui.sources.target import open_host, parse_target
+
+    user, root, port, pid = owned
+    way = f"`spectui relaunch {USER}@127.0.0.1:{sshd.port} ...`"
+    dry = _cli(sshd.target, "--pid", str(pid), "--dry-run", "--ssh-config", "/dev/null", "-i", str(sshd.client_key),
+               "--known-hosts", str(sshd.known_hosts))
+    out, err = dry.communicate(timeout=120)
+    assert dry.returncode == 1, (out[-500:], err)
+    assert f"owner    {USER} (uid {user.pw_uid})" in out
+    (line,) = err.strip().splitlines()
+    assert f"pid {pid} on " in line and f"belongs to {USER} (uid {user.pw_uid})" in line, line
+    assert "acts as root (uid 0)" in line and f"relaunch it as its owner ({way})" in line
+
+    host = open_host(parse_target(sshd.target), ssh_args)
+    await host.connect()
+    try:
+        kill_group(pid)
+        log = str(root / "server.log")
+        plan = await prepare_any(host, Edits(), log=log, history=HistoryStore(tmp_path / "h.jsonl"))
+        assert plan.from_known and (plan.server.uid, plan.server.user) == (user.pw_uid, USER)  # its log's owner
+        with pytest.raises(RelaunchError) as refused:
+            await execute(host, plan, FAST, history=HistoryStore(tmp_path / "h.jsonl"))
+        assert f"ran as {USER} (uid {user.pw_uid})" in str(refused.value) and way in str(refused.value)
+    finally:
+        await host.close()
+    assert not health(port) and _files(root) == ["server.log", "stub"]
