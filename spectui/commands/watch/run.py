@@ -128,7 +128,7 @@ async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dic
                 async for ev in events:
                     yield ev
             return
-        from spectui.commands.watchserver import ServerFollow
+        from spectui.commands.watch.server import ServerFollow
         from spectui.sources.target import pick_one
 
         proc = await pick_one(host, args.pid, getattr(args, "server_port", None))
