@@ -112,7 +112,9 @@ def _emit(args: argparse.Namespace, snapshot: Any) -> None:
 
 
 def _watch(args: argparse.Namespace, client: Any, baselines: Any) -> int:
-    """Refresh every --interval; the first refresh's errors end the run, later ones are reported and retried."""
+    """Refresh every --interval; the first refresh's errors end the run, later ones are reported and retried.
+    Refreshes start on a fixed cadence (a refresh that takes 1.6 s of a 5 s interval is followed by 3.4 s of
+    sleep, not 5); one that takes longer than the interval is followed by the next at once."""
     from spectui.errors import SpectuiError
 
     deadline = None if args.duration is None else time.monotonic() + args.duration
@@ -126,6 +128,7 @@ def _watch(args: argparse.Namespace, client: Any, baselines: Any) -> int:
     first = True
     try:
         while True:
+            started = time.monotonic()
             try:
                 snapshot = _snapshot(args, client, baselines)
             except SpectuiError as exc:
@@ -143,7 +146,7 @@ def _watch(args: argparse.Namespace, client: Any, baselines: Any) -> int:
                 else:
                     _emit(args, snapshot)
             first = False
-            pause = args.interval
+            pause = max(0.0, args.interval - (time.monotonic() - started))
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:

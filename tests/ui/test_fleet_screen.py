@@ -12,12 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from conftest import corpus_lines  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
 
 from spectui.fleet import FleetEntry, FleetSnapshot, InstanceMetrics, diagnose  # noqa: E402
 from spectui.ui.multi.app import TabbedApp, TabSpec  # noqa: E402
 from spectui.ui.screens.fleet import FleetScreen, FleetSource, instance_host, read_fleet_map  # noqa: E402
 from spectui.ui.session import Session, replay_lines  # noqa: E402
+from spectui.ui.widgets.fleet_table import FleetTable  # noqa: E402
 
 
 def entry(instance: str, **values) -> FleetEntry:
@@ -91,7 +91,7 @@ async def test_fleet_screen_refreshes_and_enter_opens_a_tab() -> None:
         await pilot.press("0")
         await wait_for(lambda: isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None, pilot)
         screen = app.screen
-        table = screen.query_one(DataTable)
+        table = screen.query_one(FleetTable)
         await wait_for(lambda: len(calls) >= 4, pilot)  # refreshed in its worker, through the error
         assert table.row_count == 3
         first = [str(c) for c in table.get_row_at(0)]
@@ -105,7 +105,7 @@ async def test_fleet_screen_refreshes_and_enter_opens_a_tab() -> None:
         await pilot.press("0")
         await wait_for(lambda: isinstance(app.screen, FleetScreen), pilot)
         await wait_for(lambda: app.screen.snapshot is not None, pilot)
-        app.screen.query_one(DataTable).move_cursor(row=1)
+        app.screen.query_one(FleetTable).move_cursor(row=1)
         await pilot.press("enter")  # the same instance again: its tab is shown, not a second one
         try:
             await wait_for(lambda: app.screen is app.tabs[1].dashboard, pilot)
@@ -130,7 +130,7 @@ async def test_the_highlighted_instance_is_detailed_and_tab_keys_are_off_over_th
         detail = screen.query_one("#fleet-detail")
         await wait_for(lambda: "FLEET001" in str(detail.render()), pilot)
         assert "connection refused" in str(detail.render())  # the down instance's evidence
-        screen.query_one(DataTable).move_cursor(row=1)
+        screen.query_one(FleetTable).move_cursor(row=1)
         await wait_for(lambda: "10.0.0.5:30000" in str(detail.render()), pilot)
         text = str(detail.render())
         assert "accept len 1.10 of a possible 4 (steps 3)" in text and "FLEET005" in text

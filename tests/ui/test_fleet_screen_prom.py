@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
 
 from spectui.commands import connectmulti
 from spectui.commands.connect import build_session
 from spectui.ui.multi.app import TabbedApp
 from spectui.ui.screens.fleet import FleetScreen
+from spectui.ui.widgets.fleet_table import FleetTable
 
 _spec = importlib.util.spec_from_file_location("fleet_fixtures", Path(__file__).parents[1] / "fleet" / "conftest.py")
 _fixtures = importlib.util.module_from_spec(_spec)
@@ -60,7 +60,7 @@ async def test_connect_prometheus_alone_opens_the_fleet_and_enter_opens_a_tab(fl
     try:
         async with app.run_test(size=(160, 40)) as pilot:
             await wait_for(lambda: isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None, pilot)
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FleetTable)
             rows = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             assert rows[0] == f"127.0.0.1:{fleet.dead_port}"  # down first
             assert set(rows) == {f"127.0.0.1:{fleet.dead_port}", *(s.instance for s in fleet.sims.values())}
@@ -82,7 +82,7 @@ async def test_connect_prometheus_alone_opens_the_fleet_and_enter_opens_a_tab(fl
             # runs three simulators; the instance's port picks the one.
             low = fleet.sims["low"]
             await wait_for(lambda: app.screen.snapshot is not None, pilot)
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FleetTable)
             rows = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             table.move_cursor(row=rows.index(low.instance))
             await pilot.press("enter")
@@ -91,7 +91,7 @@ async def test_connect_prometheus_alone_opens_the_fleet_and_enter_opens_a_tab(fl
             assert app.tabs[1].label == f"{app.tabs[0].label} ({low.instance})"  # two tabs of one host
             await pilot.press("0")
             await wait_for(lambda: isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None, pilot)
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FleetTable)
             table.move_cursor(row=[str(table.get_row_at(i)[0]) for i in range(table.row_count)].index(low.instance))
             await pilot.press("enter")  # the same instance again: its tab, not a third
             await wait_for(lambda: app.screen is app.tabs[1].dashboard, pilot)

@@ -1,7 +1,9 @@
 """Fleet screen (`0`, palette "Fleet"): every SGLang server a Prometheus scrapes, worst first (spectui.fleet).
 
 A worker refreshes the table every few seconds (the queries run in a thread); under it, the highlighted
-instance's numbers and every diagnosis with its evidence. `enter` on an instance opens it over SSH in a new tab: the SSH target is the instance's host part, or what `--fleet-map FILE`
+instance's numbers and every diagnosis with its evidence. The table is virtual (widgets.fleet_table): a
+refresh or a re-order of 10,000 instances is list work, only the rows on screen are drawn. `o` orders by
+another column (worst first, accept len, tok/s, instance); the cursor stays on its instance. `enter` on an instance opens it over SSH in a new tab: the SSH target is the instance's host part, or what `--fleet-map FILE`
 maps the instance to. `esc` / `q` goes back to the tabs.
 """
 
@@ -18,11 +20,35 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
+from spectui.ui.widgets.fleet_table import FleetTable
 from spectui.ui.widgets.summary_strip import SEVERITY_MARKS
 
 COLUMNS = ("instance", "job", "up", "accept len", "ceiling", "tok/s", "× base", "running", "queued", "diagnosis")
+RIGHT = frozenset({3, 4, 5, 6, 7, 8})  # numbers
+NUMBER_WIDTH = 8  # "1234567" tok/s, "0.95×"
+
+
+def _none_last(x: float | None) -> tuple[bool, float]:
+    return (x is None, x or 0.0)
+
+
+# (name, sort key or None for the snapshot's own worst-first order); `o` cycles through them
+ORDERS: tuple[tuple[str, Callable[[Any], Any] | None], ...] = (
+    ("worst first", None),
+    ("accept len, lowest first", lambda e: _none_last(e.metrics.accept_len)),
+    ("tok/s, lowest first", lambda e: _none_last(e.metrics.gen_tokens_per_s)),
+    ("instance", lambda e: (e.metrics.instance, e.metrics.job)),
+)
+
+
+def column_widths(entries: list[Any]) -> list[int]:
+    """Widths from the label values alone (no cell is built): instance and job as wide as the widest
+    (capped), the numbers fixed, the diagnosis whatever is left (the line is cropped to the screen)."""
+    inst = max((len(e.metrics.instance) for e in entries), default=8)
+    job = max((len(e.metrics.job) for e in entries), default=3)
+    return [min(inst, 48), min(job, 24), 4, 10, 7, NUMBER_WIDTH, 6, 7, 6, 60]
 
 
 def instance_host(instance: str) -> str:
@@ -162,10 +188,11 @@ class FleetScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("R", "refresh_now", "Refresh"),
+        Binding("o", "cycle_order", "Order"),
     ]
     DEFAULT_CSS = """
     FleetScreen #fleet-status { height: 1; background: $panel; }
-    FleetScreen DataTable { height: 1fr; }
+    FleetScreen FleetTable { height: 1fr; }
     FleetScreen #fleet-detail { height: auto; max-height: 45%; border-top: solid $panel-lighten-2;
                                 padding: 0 1 0 0; }
     """
@@ -179,18 +206,17 @@ class FleetScreen(Screen[None]):
         self.snapshot: Any = None
         self.error: str | None = None
         self.refreshes = 0
+        self.order = 0  # index into ORDERS
+        self.entries: list[Any] = []  # the snapshot's entries in the shown order
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f" fleet · {self.source.url} · loading…"), id="fleet-status")
-        table: DataTable[Text] = DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
-        self._columns = table.add_columns(*COLUMNS)
-        self._rows: list[str] = []
-        yield table
+        yield FleetTable(COLUMNS, row_cells, right=RIGHT, id="fleet")
         yield Static(Text(""), id="fleet-detail")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(FleetTable).focus()
         self.poll()
 
     def action_back(self) -> None:
@@ -200,11 +226,18 @@ class FleetScreen(Screen[None]):
     def action_refresh_now(self) -> None:
         self.poll()
 
+    def action_cycle_order(self) -> None:
+        self.order = (self.order + 1) % len(ORDERS)
+        if self.snapshot is not None:
+            self._fill(self.snapshot.entries)
+        self._status()
+
     @work(exclusive=True, group="fleet")
     async def poll(self) -> None:
         import asyncio
 
         while True:
+            started = asyncio.get_running_loop().time()
             try:
                 snap = await asyncio.to_thread(self.source.collect)
                 self.error = None
@@ -217,37 +250,42 @@ class FleetScreen(Screen[None]):
             except NoMatches:
                 return  # being taken apart
             self.refreshes += 1
-            await asyncio.sleep(self.source.interval)
+            # on a fixed cadence (a slow Prometheus does not stretch the period), yet never back to back:
+            # the collecting thread shares the interpreter with the keys
+            spent = asyncio.get_running_loop().time() - started
+            await asyncio.sleep(max(self.source.interval - spent, 0.2 * self.source.interval))
 
     def show(self, snap: Any) -> None:
         self.snapshot = snap
-        table = self.query_one(DataTable)
-        keys = [f"{e.metrics.job}/{e.metrics.instance}" for e in snap.entries]
-        if keys == self._rows:  # same instances in the same order: cells updated, the cursor stays put
-            for key, entry in zip(keys, snap.entries, strict=True):
-                for column, cell in zip(self._columns, row_cells(entry), strict=True):
-                    table.update_cell(key, column, cell)
-        else:  # the order changed (worst first): the cursor follows its instance
-            at = table.cursor_row
-            keep = self._rows[at] if 0 <= at < len(self._rows) else None
-            table.clear()
-            for key, entry in zip(keys, snap.entries, strict=True):
-                table.add_row(*row_cells(entry), key=key)
-            self._rows = keys
-            if keys:
-                table.move_cursor(row=keys.index(keep) if keep in keys else 0)
+        self._fill(snap.entries)
         self._status()
-        self._detail(table.cursor_row)
+
+    def _fill(self, entries: list[Any]) -> None:
+        """The table in the current order; the cursor follows its instance (worst first moves rows)."""
+        table = self.query_one(FleetTable)
+        at = table.cursor_row
+        keep = table.keys[at] if 0 <= at < len(table.keys) else None
+        key = ORDERS[self.order][1]
+        ordered = list(entries) if key is None else sorted(entries, key=key)
+        keys = [f"{e.metrics.job}/{e.metrics.instance}" for e in ordered]
+        cursor = 0
+        if keep is not None:
+            if at < len(keys) and keys[at] == keep:
+                cursor = at
+            else:
+                cursor = next((i for i, k in enumerate(keys) if k == keep), 0)
+        self.entries = ordered
+        table.set_rows(ordered, keys, column_widths(ordered), cursor=cursor)
 
     def _detail(self, row: int) -> None:
-        if self.snapshot is None or not 0 <= row < len(self.snapshot.entries):
+        if not 0 <= row < len(self.entries):
             return
-        entry = self.snapshot.entries[row]
+        entry = self.entries[row]
         target = self.source.target_for(entry.metrics.instance, entry.metrics.job)
         self.query_one("#fleet-detail", Static).update(detail_text(entry, target))
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FleetTable.RowHighlighted)
+    def _highlighted(self, event: FleetTable.RowHighlighted) -> None:
         self._detail(event.cursor_row)
 
     def _status(self) -> None:
@@ -257,15 +295,15 @@ class FleetScreen(Screen[None]):
         if self.snapshot is not None:
             n = len(self.snapshot.entries)
             bad = sum(1 for e in self.snapshot.entries if e.worst == "error")
-            t.append(f" · {n} instance{'s' if n != 1 else ''}, {bad} with errors · worst first")
+            t.append(f" · {n:,} instance{'s' if n != 1 else ''}, {bad:,} with errors · {ORDERS[self.order][0]}")
         if self.error:
             t.append(f" · {self.error}", "bold red")
-        t.append(" · enter opens over SSH, esc back", "dim")
+        t.append(" · enter opens over SSH, o orders, esc back", "dim")
         self.query_one("#fleet-status", Static).update(t)
 
-    @on(DataTable.RowSelected)
-    async def _selected(self, event: DataTable.RowSelected) -> None:
-        if self.snapshot is None or event.cursor_row >= len(self.snapshot.entries):
+    @on(FleetTable.RowSelected)
+    async def _selected(self, event: FleetTable.RowSelected) -> None:
+        if not 0 <= event.cursor_row < len(self.entries):
             return
-        m = self.snapshot.entries[event.cursor_row].metrics
+        m = self.entries[event.cursor_row].metrics
         await self.open_instance(self.source.target_for(m.instance, m.job), m.instance)
