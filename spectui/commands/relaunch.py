@@ -81,8 +81,9 @@ async def _run(args: argparse.Namespace) -> int:
         dry = {**plan.to_json(), "old_pid": plan.server.pid, "new_pid": None}
         question = ("No server runs: start the last known command? [y/N] " if plan.from_known
                     else f"Stop pid {plan.server.pid} and start the new command? [y/N] ")
-        refused = None if args.read_only and not args.dry_run else await owner_refusal(args, [(host, plan)])
-        stop = gate(args, plan, own_pgids(host), dry, question, refused)
+        refused, notes = ((None, []) if args.read_only and not args.dry_run
+                          else await owner_refusal(args, [(host, plan)]))
+        stop = gate(args, plan, own_pgids(host), dry, question, refused, notes)
         if stop is not None:
             return stop
         result = await execute(host, plan, options(args), on_progress=printer(sys.stderr))

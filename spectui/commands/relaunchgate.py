@@ -10,23 +10,29 @@ import sys
 from typing import Any
 
 
-async def owner_refusal(args: argparse.Namespace, pairs: Any) -> str | None:
+async def owner_refusal(args: argparse.Namespace, pairs: Any) -> tuple[str | None, list[str]]:
     """Why the relaunch would be refused for who owns the server (ops.owner.check on each (host, plan):
-    the very check the relaunch makes, which changes nothing), or None. A dry run says it as the real run
-    would, and exits as it would."""
+    the very check the relaunch makes, which changes nothing), or None; and, with --as-owner, the plan's
+    lines saying whom the signals and the start run as. A dry run says it as the real run would, and
+    exits as it would."""
     from spectui.errors import RelaunchError
     from spectui.ops import owner
 
+    notes = []
     for host, plan in pairs:
         try:
-            await owner.check(host, plan.server, as_owner=getattr(args, "as_owner", False), gone=plan.from_known)
+            found = await owner.check(host, plan.server, as_owner=getattr(args, "as_owner", False),
+                                      gone=plan.from_known)
         except RelaunchError as exc:
-            return str(exc)
-    return None
+            return str(exc), notes
+        if found.as_user:
+            notes.append(f"as owner the signals and the start on {host.name} run as {plan.server.user} "
+                         f"through `{' '.join(found.as_user)}` (--as-owner)")
+    return None, notes
 
 
 def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str, Any], question: str,
-         refused: str | None = None) -> int | None:
+         refused: str | None = None, notes: Any = ()) -> int | None:
     """The exit code when the relaunch stops here (nothing was changed), or None to go on. `plan`: an
     ops.plan.RelaunchPlan or an ops.groupresult.GroupPlan (render, needs_force, verdict_line). `refused`:
     the owner check's refusal (owner_refusal), said by a dry run and before any question (exit 1)."""
@@ -34,6 +40,8 @@ def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str
     # shows the plan on stderr (what is about to be confirmed) with its progress.
     if not (args.json and args.dry_run):
         print(plan.render(own_pgids=own_pgids), file=sys.stderr if args.json else sys.stdout)
+        for note in notes:
+            print(note, file=sys.stderr if args.json else sys.stdout)
     if args.dry_run or args.read_only:
         if args.json:
             print(json.dumps({**dry_json, "healthy": None, "rolled_back": False, "dry_run": True,

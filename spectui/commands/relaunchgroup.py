@@ -28,11 +28,11 @@ async def run_group(args: argparse.Namespace) -> int:
         members = [GroupMember(h, text, None, t.path) for text, t, h in zip(args.targets, targets, hosts, strict=True)]
         gplan = await prepare_group(members, edits)
         pids = ", ".join(f"{m.label} pid {p.server.pid}" for m, p in zip(gplan.members, gplan.plans, strict=True))
-        refused = (None if args.read_only and not args.dry_run else
-                   await owner_refusal(args, [(m.host, p) for m, p in zip(gplan.members, gplan.plans, strict=True)]))
+        refused, notes = ((None, []) if args.read_only and not args.dry_run else
+                          await owner_refusal(args, [(m.host, p) for m, p in zip(gplan.members, gplan.plans, strict=True)]))
         stop = gate(args, gplan, own_pgids(hosts[0]), gplan.to_json(),
                     f"Stop every node of the {gplan.kind} server ({pids}) and start the new command on each? [y/N] ",
-                    refused)
+                    refused, notes)
         if stop is not None:
             return stop
         result = await execute_group(gplan, options(args), on_progress=printer(sys.stderr))
