@@ -138,7 +138,7 @@ def main() -> int:
     parser.add_argument("--traffic", type=float, default=0.5, help="the busy server's built-in client, requests/s (simulated time, x40)")
     parser.add_argument("--states", default="idle,busy")
     args = parser.parse_args()
-    from spectui.commands.demorun import free_port
+    from spectui.commands.demo.run import free_port
 
     calls = Calls()
     calls.install()
