@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spectui.commands.flagsreport import FlagsInputError, build_report, render_human
+    from spectui.commands.flags.report import FlagsInputError, build_report, render_human
     from spectui.errors import SpectuiError
 
     try:
@@ -63,7 +63,7 @@ def _host_catalogue(args: argparse.Namespace, text: Any) -> Any:
     """(catalogue, pick) from `--host`: the command's own python when it names one, else python3 there."""
     import asyncio
 
-    from spectui.commands.flagsreport import FlagsInputError
+    from spectui.commands.flags.report import FlagsInputError
     from spectui.core.launch import parse_pasted
     from spectui.errors import CommandParseError, UsageError
     from spectui.sources.hostflags_run import FALLBACK_PYTHON, host_catalogue
@@ -92,7 +92,7 @@ def _host_catalogue(args: argparse.Namespace, text: Any) -> Any:
 
 
 def _command_text(args: argparse.Namespace) -> Any:
-    from spectui.commands.flagsreport import FlagsInputError
+    from spectui.commands.flags.report import FlagsInputError
 
     words = list(args.command or [])
     if words and words[0] == "--":
