@@ -12,7 +12,8 @@ again from the server that runs now. Secrets (`--api-key`, HF_TOKEN …) are mas
 
 A healthy relaunch records what it reached: once the cockpit follows the new log and its own pipeline has
 read the new launch's first decode window (REACHED_SAMPLES decode lines), the launch history's record gets
-the accept length and gen tok/s of that window (HistoryStore.update), so `h` shows them instead of "–".
+the accept length and gen tok/s of that window (HistoryStore.update), so `h` shows them instead of "–" —
+unless the relaunch's own health check already recorded them (one figure per launch, never replaced).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def record_reached(app: Any, dash: Any, log: str, history_id: str, *, store: Any
         timer.stop()
         tps = snap.gen_tokens_per_s.mean
         try:
+            # One figure per launch: the relaunch's own health watcher may have recorded what it reached
+            # (ops.relaunch, as the CLI does); that stays. The cockpit fills it in only when none was.
+            if any(r.id == history_id and r.accept_len is not None for r in history.read()):
+                return
             history.update(history_id, accept_len=round(snap.accept_len.mean, 3),
                            gen_tokens_per_s=None if tps is None else round(tps, 1))
         except OSError as exc:  # history is a convenience: say so, never fail the cockpit
