@@ -19,7 +19,7 @@ from spectui.bundle.manifest import FORMAT_VERSION, Manifest, MemberInfo, Window
 from spectui.bundle.masking import Masker
 from spectui.bundle.reader import Bundle, ReplayEvent, SeriesPoint, Snapshot, is_bundle, read_bundle
 from spectui.bundle.report import REPORT_CAP, differences, render_report
-from spectui.bundle.report_input import (
+from spectui.bundle.report.inputs import (
     ReportInput,
     decode_summary,
     find_first_error,

@@ -15,7 +15,7 @@ from typing import Any
 from spectui.bundle.manifest import spectui_version
 from spectui.bundle.masking import Masker
 from spectui.bundle.reader import Bundle, read_bundle
-from spectui.bundle.report_input import (
+from spectui.bundle.report.inputs import (
     ReportInput,
     fill_first_error,
     report_input_from_bundle,
