@@ -34,6 +34,7 @@ class _Entry:
     value: Any = None
     error: BaseException | None = None
     flight: asyncio.Future[Any] | None = None
+    at_flight: float = -1e18  # when the question in flight was asked
 
 
 @dataclass
@@ -58,17 +59,21 @@ class HostProbes:
         every caller waiting on it. A failed fetch raises in every waiting caller (and is shared as well);
         a fetch cancelled half-way (its watcher stopped) leaves the next caller to ask again."""
         entry = self._cache.setdefault(key, _Entry())
-        since = -1e18  # an answer got after this is fresh enough (the one a caller waited for)
+        waited: float | None = None  # when the question this caller waited for was asked
         while entry.flight is not None:
-            since = time.monotonic()
+            waited = entry.at_flight
             await asyncio.shield(entry.flight)
-        if entry.at < since or time.monotonic() - entry.at >= max_age:
+        stale = entry.at < waited if waited is not None else time.monotonic() - entry.at >= max_age
+        if stale:  # (a flight waited for that was cancelled half-way counts as none)
             flight = entry.flight = asyncio.get_running_loop().create_future()
+            # an answer's age counts from its question: a caller's own last answer is never young enough for
+            # its next round (the answer's arrival would be, by the time the question took)
+            asked = entry.at_flight = time.monotonic()
             try:
                 value = await fetch()
-                entry.value, entry.error, entry.at = value, None, time.monotonic()
+                entry.value, entry.error, entry.at = value, None, asked
             except Exception as exc:  # noqa: BLE001 - shared with the waiters, raised below
-                entry.value, entry.error, entry.at = None, exc, time.monotonic()
+                entry.value, entry.error, entry.at = None, exc, asked
             finally:
                 entry.flight = None
                 flight.set_result(None)
