@@ -246,3 +246,14 @@ async def release(shared: HostProbes, host: Host, pid: int | None = None) -> Non
 def current(host: Host) -> HostProbes | None:
     """The host's shared prober while some watcher holds it (tests, figures), else None."""
     return _HOSTS.get(str(getattr(host, "name", "") or id(host)))
+
+
+async def shared_run(host: Host, argv: Sequence[str], *, timeout: float = 10.0, max_age: float = 5.0) -> RunResult:
+    """`host.run(argv)`, answered by another watcher's run of the same command on that host within `max_age`
+    when one holds the host's prober (the GPU strip of ten tabs on one host: one nvidia-smi, not ten)."""
+    shared = acquire(host)
+    try:
+        result, _age = await shared.run(argv, timeout=timeout, max_age=max_age)
+        return result
+    finally:
+        await release(shared, host)

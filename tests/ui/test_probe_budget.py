@@ -103,3 +103,47 @@ async def test_two_tabs_of_one_server_share_its_probe(lab) -> None:  # type: ign
     assert health, "no /health at all in the window"
     # one tab's cadence, not two: each tab asking for itself would be twice as many
     assert len(health) <= WINDOW_S / CALM_S + 1, f"{len(health)} /health in {WINDOW_S:g} s from 2 tabs: {health}"
+
+
+async def test_tabs_of_one_host_share_its_gpu_poll(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two tabs of servers on one host (each followed, so each holds the host's prober): one nvidia-smi every
+    poll for both, not one each. A real `nvidia-smi` on PATH that records every run."""
+    import os
+    import stat
+    import subprocess
+
+    from spectui.sources.local import LocalHost
+    from spectui.ui.screens.dashboard import GPU_POLL_INTERVAL
+    from spectui.ui.session import Session
+    from spectui.ui.widgets.gpu_strip import GpuStrip
+
+    runs = tmp_path / "runs"
+    exe = tmp_path / "bin" / "nvidia-smi"
+    exe.parent.mkdir()
+    exe.write_text(f"#!/bin/sh\necho run >> {runs}\nprintf '0, 87, 71234, 81559\\n'\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    servers = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]  # the followed processes (no HTTP port)
+    logs = []
+    for i in range(2):
+        logs.append(tmp_path / f"server{i}.log")
+        logs[-1].write_text("[2026-12-02 01:00:00] Load weight begin. avail mem=78.50 GB\n")
+    sessions = [Session(label=f"gpu{i}", log_path=str(logs[i]), host=LocalHost(), current_pid=p.pid,
+                        probe_gpus=True, liveness=LivenessConfig()) for i, p in enumerate(servers)]
+    app = TabbedApp([TabSpec(s.label, s) for s in sessions])
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            while not all(t.dashboard.query_one(GpuStrip).gpus for t in app.tabs):
+                assert loop.time() - began < 20, "the GPU strips never filled"
+                await pilot.pause(0.1)
+            await pilot.pause(GPU_POLL_INTERVAL + 1.5)  # a second poll of every tab
+            assert all(t.dashboard.gpu_note == "ok" for t in app.tabs)
+            await pilot.press("q")
+    finally:
+        for p in servers:
+            p.kill()
+            p.wait()
+    n = len(runs.read_text().splitlines())
+    assert 1 <= n <= 2, f"nvidia-smi ran {n} times for two tabs over two polls (each tab alone: 4)"

@@ -376,10 +376,11 @@ class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings Stale
     async def poll_gpus(self) -> None:
         import asyncio
 
+        from spectui.sources.probeshare import shared_run  # tabs of one host: one nvidia-smi for all (#29)
         strip = self.query_one(GpuStrip)
         while True:
             try:
-                result = await self.session.host.run(list(NVIDIA_SMI_ARGV), timeout=10)
+                result = await shared_run(self.session.host, NVIDIA_SMI_ARGV, timeout=10, max_age=0.9 * GPU_POLL_INTERVAL)
             except Exception as exc:  # noqa: BLE001 - a GPU probe must never take the dashboard down
                 result, why = None, f"could not run nvidia-smi ({type(exc).__name__})"
             if result is None or result.exit_status != 0:
