@@ -110,24 +110,31 @@ async def measure(port: int, pid: int, log: Path, tabs: int, settle: float, seco
         async with app.run_test(size=(160, 48)):
             await asyncio.sleep(settle)
             _, start = access_counts(log, 0)
-            r0, s0, t0 = calls.runs, calls.states, time.monotonic()
+            r0, s0, t0, c0 = calls.runs, calls.states, time.monotonic(), cpu_seconds()
             await asyncio.sleep(seconds)
             counts, _ = access_counts(log, start)
             took = time.monotonic() - t0
-            runs, states = calls.runs - r0, calls.states - s0
+            runs, states, cpu = calls.runs - r0, calls.states - s0, cpu_seconds() - c0
     finally:
         for s in sessions:
             with contextlib.suppress(Exception):
                 await s.host.close()
     out = {f"req:{path}": n / took for path, n in counts.items()}
-    out.update(total=sum(counts.values()) / took, runs=runs / took, states=states / took)
+    out.update(total=sum(counts.values()) / took, runs=runs / took, states=states / took, cpu=cpu / took)
     return out
+
+
+def cpu_seconds() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def show(label: str, r: dict[str, float]) -> None:
     paths = ", ".join(f"{k[4:]} {v:.2f}" for k, v in sorted(r.items()) if k.startswith("req:")) or "none"
     print(f"  {label}: {r['total']:.2f} requests/s to the server ({paths}); host commands {r['runs']:.2f}/s, "
-          f"process-state reads {r['states']:.2f}/s")
+          f"process-state reads {r['states']:.2f}/s; cockpit CPU {r['cpu'] * 100:.2f}% of a core")
 
 
 def main() -> int:

@@ -13,6 +13,13 @@ Idle CPU is measured once the tabs have settled (IDLE_SETTLE s after start: the 
 flush a second after the last line and the first background round are start-up, not idle work) over
 `--idle-seconds` (default 20 s: the figures are a few ms of CPU a second, and periodic checks run every
 5 s). With `--runs R` the whole comparison is repeated R times and the median of the runs is printed.
+
+What the tabs cost the server (perf/perf_probe.py's method, `--probe-seconds`, 0 to skip): a real idle
+simulator attached as `connect local --pid` attaches it, by 1 tab and by N tabs of that server; the
+requests a second it logs in its access log (uvicorn's lines), and the cockpit's CPU meanwhile (its
+liveness, idle /metrics and GPU workers running). The machine's load (`uptime`) is printed before and
+after; the closing lines give the ratios against the goals (#29: keys p95 <= 1.3x, idle CPU <= 2x, at
+most 1 request a second).
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perf_probe import Calls  # noqa: E402
 from perf_ui import LINES, cpu_seconds, measure_keys, stream  # noqa: E402
+
+CALLS = Calls()  # the host commands and process-state reads of the server-cost part
 
 
 def _app(sessions):
@@ -124,8 +134,53 @@ def one_run(args: argparse.Namespace, paths: list[str]) -> dict[str, float]:
     cn = asyncio.run(idle_cpu(paths, args.idle_seconds))
     print(f"   1 tab : {c1 * 100:.2f}% of a core")
     print(f"  {n:2d} tabs: {cn * 100:.2f}% of a core (ratio {cn / c1:.2f}x)")
-    return {"m1": m1, "mn": mn, "p1": p1, "pn": pn, "median": mn / m1, "p95": pn / p1, "switch": sw,
-            "c1": c1 * 100, "cn": cn * 100, "cpu": cn / c1, "waiting": wait_n}
+    row = {"m1": m1, "mn": mn, "p1": p1, "pn": pn, "median": mn / m1, "p95": pn / p1, "switch": sw,
+           "c1": c1 * 100, "cn": cn * 100, "cpu": cn / c1, "waiting": wait_n}
+    if args.probe_seconds > 0:
+        row.update(server_cost(n, args.probe_seconds))
+    return row
+
+
+def server_cost(n: int, seconds: float) -> dict[str, float]:
+    """Requests/s an idle simulator gets from 1 tab and from n tabs of it (perf_probe.py), and the CPU."""
+    import contextlib
+    import signal
+
+    from perf_probe import measure, show, start_sim
+
+    from spectui.commands.demo.run import free_port
+
+    print(f"what the tabs cost an idle server ({seconds:.0f}s windows, counted in its access log)")
+    with tempfile.TemporaryDirectory() as tmp:
+        root, port = Path(tmp), free_port()
+        pid = start_sim(root, port, 0.0)
+        try:
+            one = asyncio.run(measure(port, pid, root / "server.log", 1, 5.0, seconds, CALLS))
+            show(" 1 tab ", one)
+            many = asyncio.run(measure(port, pid, root / "server.log", n, 5.0, seconds, CALLS))
+            show(f"{n:2d} tabs", many)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    return {"rq1": one["total"], "rqn": many["total"], "sc1": one["cpu"] * 100, "scn": many["cpu"] * 100}
+
+
+def uptime() -> str:
+    import subprocess
+
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def goals(rows: list[dict[str, float]], n: int) -> None:
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    print(f"---- against #29's goals ({n} tabs vs 1, median of {len(rows)} run(s))")
+    print(f"  key p95 ratio {med('p95'):.2f}x (goal <= 1.3x); idle CPU ratio {med('cpu'):.2f}x (goal <= 2x)")
+    if "rq1" in rows[0]:
+        print(f"  requests/s to an idle server: 1 tab {med('rq1'):.2f}, {n} tabs {med('rqn'):.2f} (goal <= 1);"
+              f" cockpit CPU attached to it: {med('sc1'):.2f}% vs {med('scn'):.2f}%"
+              f" ({med('scn') / max(1e-9, med('sc1')):.2f}x)")
 
 
 def main() -> int:
@@ -135,8 +190,12 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window, per app")
     parser.add_argument("--tabs", type=int, default=10)
     parser.add_argument("--rate", type=int, default=500, help="log lines/s per tab (default 500)")
+    parser.add_argument("--probe-seconds", type=float, default=20.0,
+                        help="window counting the requests an idle simulator gets (0: skip)")
     args = parser.parse_args()
     n = args.tabs
+    CALLS.install()
+    print(f"uptime: {uptime()}")
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
         for i in range(n):
@@ -163,6 +222,8 @@ def main() -> int:
         print(f"  idle CPU:           {med('c1'):.2f}% vs {med('cn'):.2f}%; ratio {med('cpu'):.2f}x"
               f"  (runs: {runs('cpu')})")
         print(f"  tab switch median {med('switch'):.1f} ms; lines waiting at the end (10 tabs) {med('waiting'):,.0f}")
+    goals(rows, n)
+    print(f"uptime: {uptime()}")
     return 0
 
 
