@@ -52,10 +52,10 @@ def _files(root: Path) -> list[str]:
 async def test_a_dry_run_says_the_refusal_and_exits_as_the_real_run(owned, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     user, root, port, pid = owned
     # the dry runs at once (each is a whole CLI start-up and discovery)
-    text, js, js_owner, text_owner = (_cli("local", "--pid", str(pid), "--dry-run", *extra)
-                                      for extra in ((), ("--json",), ("--json", "--as-owner"), ("--as-owner",)))
-    outs = [p.communicate(timeout=120) for p in (text, js, js_owner, text_owner)]
-    (t_out, t_err), (j_out, j_err), (o_out, o_err), (to_out, to_err) = outs
+    text, js, text_owner = (_cli("local", "--pid", str(pid), "--dry-run", *extra)
+                            for extra in ((), ("--json",), ("--as-owner",)))
+    outs = [p.communicate(timeout=120) for p in (text, js, text_owner)]
+    (t_out, t_err), (j_out, j_err), (to_out, to_err) = outs
 
     # what the real run refuses with, from the relaunch itself (not from the dry run's code path)
     server = next(s for s in await discover(LocalHost()) if s.pid == pid)
@@ -78,8 +78,6 @@ async def test_a_dry_run_says_the_refusal_and_exits_as_the_real_run(owned, tmp_p
     assert j_err.strip().splitlines() == [f"spectui relaunch: {reason}"]
 
     # --as-owner: the host's sudo/runuser can act as the owner, so the real run would go on
-    assert js_owner.returncode == 0, o_err
-    assert json.loads(o_out)["refused"] is None and o_err == ""
     assert text_owner.returncode == 0 and to_err == "", to_err
     prefix = next(line for line in to_out.splitlines() if line.startswith("as owner "))
     assert f"run as {USER} through `" in prefix and f" -u {USER} --` (--as-owner)" in prefix, prefix
