@@ -1,9 +1,12 @@
 """Benchmark `spectui check` against `grep -c 'Decode batch'` on a generated ~1 GB SGLang-format log.
 
-Usage: python perf/perf_check.py [--size-mb 1024] [--keep]
+Usage: python perf/perf_check.py [--size-mb 1024] [--keep] [--runs 3] [--tree DIR]
 Writes perf/out/big.log (gitignored), runs both on the same file in the same run (file in page cache
 for both: grep runs first once to warm it), and prints both times, the ratio and spectui's peak RSS;
-for context also check in one process (SPECTUI_CHECK_PARALLEL=0) and its start-up time alone.
+for context also check in one process (SPECTUI_CHECK_PARALLEL=0) and its start-up time alone. The
+machine's load average is printed before and after (the machine may be shared). `--tree DIR` also
+times another copy of spectui (DIR holds its spectui/ package, e.g. the code before a change) in the
+same interleaved runs, so before/after ratios come from one run on one load.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def main() -> int:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--keep", action="store_true", help="keep perf/out/big.log afterwards")
     ap.add_argument("--runs", type=int, default=3, help="best of N runs of each (default 3)")
+    ap.add_argument("--tree", metavar="DIR", help="also time the spectui package in DIR (PYTHONPATH=DIR)")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     path = OUT / "big.log"
@@ -123,16 +127,26 @@ def main() -> int:
     empty = OUT / "empty.log"
     empty.write_bytes(b"")
     one_env = dict(os.environ, SPECTUI_CHECK_PARALLEL="0")
-    t_grep = t_check = t_floor = t_one = t_start = float("inf")
-    grep_out = check_out = ""
-    for _ in range(args.runs):
-        t, grep_out = timed([grep, "-c", "Decode batch", str(path)])
-        t_grep = min(t_grep, t)
+    tree_env = dict(os.environ, PYTHONPATH=os.path.abspath(args.tree)) if args.tree else None
+    t_grep = t_check = t_floor = t_one = t_start = t_tree = float("inf")
+    grep_out = check_out = tree_out = ""
+    load_before = os.getloadavg()
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}", flush=True)
+    for i in range(args.runs):
+        t_g, grep_out = timed([grep, "-c", "Decode batch", str(path)])
+        t_grep = min(t_grep, t_g)
         t, check_out = timed(spectui)
         t_check = min(t_check, t)
+        line = f"run {i + 1}: grep {t_g:.2f} s, check {t:.2f} s"
+        if tree_env is not None:
+            t, tree_out = timed(spectui, env=tree_env)
+            t_tree = min(t_tree, t)
+            line += f", --tree check {t:.2f} s"
         t_one = min(t_one, timed(spectui, env=one_env)[0])
         t_floor = min(t_floor, timed(floor)[0])
         t_start = min(t_start, timed([*spectui[:-1], str(empty)])[0])
+        print(f"{line}  (load {os.getloadavg()[0]:.2f})", flush=True)
+    load_after = os.getloadavg()
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     result = json.loads(check_out)
     size = path.stat().st_size / 1024 / 1024
@@ -140,11 +154,16 @@ def main() -> int:
     print(f"grep -c 'Decode batch': {t_grep:.2f} s -> {grep_out.strip()}   (best of {args.runs})")
     print(f"spectui check --json:   {t_check:.2f} s -> decode {result['records']['decode']}, "
           f"warning {result['records']['warning']}, error {result['records']['error']}   (best of {args.runs})")
-    print(f"ratio: {t_check / t_grep:.1f}x   (target <= 5x; with a counting worker process on files >= 64 MB)")
+    print(f"ratio: {t_check / t_grep:.2f}x   (target <= 2x; with a counting worker process on files >= 64 MB)")
+    if tree_env is not None:
+        same = "same JSON" if tree_out == check_out else "JSON DIFFERS"
+        print(f"--tree {args.tree}: {t_tree:.2f} s ({t_tree / t_grep:.2f}x grep; {same})")
     print(f"one process (SPECTUI_CHECK_PARALLEL=0): {t_one:.2f} s ({t_one / t_grep:.1f}x grep)")
     print(f"start-up alone (check --json on an empty log): {t_start:.2f} s")
     print(f"for context: python read + count newlines only: {t_floor:.2f} s ({t_floor / t_grep:.1f}x grep)")
     print(f"peak RSS of the children (max of grep, spectui): {rss_mb:.0f} MB")
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} "
+          f"({os.cpu_count()} cores)")
     if int(grep_out.strip()) != result["records"]["decode"]:
         print("MISMATCH: decode counts differ")
         return 1

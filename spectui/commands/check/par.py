@@ -3,20 +3,27 @@
 Nearly all of check's time on a big log is the bulk reader's counting passes (logbulk.segments: newlines,
 decode, prefill and access markers, a C pass each). They are a pure function of a chunk's bytes, so one
 forked worker computes them (reading the chunks itself with pread, at the same offsets), last chunk
-first, while this process reads and parses from the start and counts each chunk the worker has not
-started yet (cancelling it there). The two meet where their speeds put them, so neither waits for the
-other beyond one chunk, whatever else the machine is doing. The parser uses a worker's result only when
-the worker saw exactly the region it is about to read (same chunk, same bytes read, same line bounds);
-otherwise — a growing file, an over-long line — it counts the region itself. Results are a few hundred
-tuples per chunk, so memory stays flat; the worker is shut down (never left behind) when check ends.
+first, while this process reads and parses from the start and claims each chunk as it gets to it. Who
+counts a chunk is one byte a chunk in memory shared with the worker: the worker stops at the first chunk
+this process has claimed, and this process waits only for a chunk the worker has started. The two meet
+where their speeds put them, so neither waits for the other beyond one chunk, whatever else the machine
+is doing (if both take the same chunk at the same instant, both count it). The parser uses a worker's
+result only when the worker saw exactly the region it is about to read (same chunk, same bytes read, same
+line bounds); otherwise — a growing file, an over-long line — it counts the region itself. Results come
+back through a pipe (marshal: a few hundred tuples a chunk), so memory stays flat; the worker is a bare
+fork (no multiprocessing: its imports alone cost check ~10 % of grep's time on 1 GB) and never outlives
+check.
 """
 
 from __future__ import annotations
 
+import contextlib
+import marshal
+import mmap
 import os
 import signal
+import struct
 import sys
-from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO, Any
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this the fork and the hand-over cost more than they save
@@ -36,16 +43,19 @@ def _worker_init(parent: int) -> None:
         os._exit(0)
 
 
-def _read_at(fd: int, length: int, offset: int) -> bytes:
-    parts: list[bytes] = []
-    while length > 0:
-        got = os.pread(fd, length, offset)
-        if not got:
+_BUFFER: list[bytearray] = []  # the worker's one read buffer (a fresh 8 MB bytes a chunk costs page faults)
+
+
+def _read_into(fd: int, buf: bytearray, offset: int) -> int:
+    """Fill `buf` from `offset` (fewer bytes at the end of the file); how many bytes were read."""
+    view = memoryview(buf)
+    got = 0
+    while got < len(buf):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
             break
-        parts.append(got)
-        length -= len(got)
-        offset += len(got)
-    return b"".join(parts)
+        got += n
+    return got
 
 
 def chunk_segments(fd: int, index: int, chunk: int) -> tuple[int, int, int, list[Any]] | None:
@@ -54,18 +64,42 @@ def chunk_segments(fd: int, index: int, chunk: int) -> tuple[int, int, int, list
     from spectui.core.log import segments
 
     offset = index * chunk
-    prev = _read_at(fd, 1, offset - 1) if index else b"\n"
-    data = _read_at(fd, chunk, offset)
+    prev = os.pread(fd, 1, offset - 1) if index else b"\n"
+    if not _BUFFER or len(_BUFFER[0]) != chunk:
+        _BUFFER[:] = [bytearray(chunk)]
+    data = _BUFFER[0]
+    got = _read_into(fd, data, offset)
     begin = 0
     if prev != b"\n":
-        nl = data.find(b"\n")
+        nl = data.find(b"\n", 0, got)
         if nl < 0:
             return None
         begin = nl + 1
-    cut = data.rfind(b"\n", begin)
+    cut = data.rfind(b"\n", begin, got)
     if cut < 0:
         return None
-    return len(data), begin, cut + 1, segments(data, begin, cut + 1)
+    return got, begin, cut + 1, segments(data, begin, cut + 1)
+
+
+_FREE, _WORKER, _MAIN = 0, 1, 2  # who counts a chunk
+_HEADER = struct.Struct("<iI")  # a result on the pipe: chunk index, length of the marshalled result
+WORKERS: list[int] = []  # pids of the workers started (tests check none is left behind)
+
+
+def _work(fd: int, n_chunks: int, chunk: int, claims: mmap.mmap, out: int) -> None:
+    """The worker: count chunks from the last one down until one is claimed by the main process."""
+    for k in range(n_chunks - 1, 0, -1):
+        if claims[k] != _FREE:
+            return  # the main process got here: every chunk below is its
+        claims[k] = _WORKER
+        try:
+            got = chunk_segments(fd, k, chunk)
+        except Exception:  # noqa: BLE001 - the main process counts the chunk itself
+            got = None
+        payload = marshal.dumps(got)
+        view = memoryview(_HEADER.pack(k, len(payload)) + payload)
+        while view:
+            view = view[os.write(out, view) :]
 
 
 class ParallelSegments:
@@ -73,41 +107,89 @@ class ParallelSegments:
 
     def __init__(self, fd: int, size: int, chunk: int, *, steal: bool = True) -> None:
         """`steal=False`: always wait for the worker (it then counts every chunk but the first)."""
-        import multiprocessing
-
         self._steal = steal
-
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                         initializer=_worker_init, initargs=(os.getpid(),))
-        n_chunks = (size + chunk - 1) // chunk
-        # Submitted last chunk first: the worker takes them in that order (chunk 0 is always counted here).
-        self._futures: dict[int, Future[Any]] = {
-            k: self._pool.submit(chunk_segments, fd, k, chunk) for k in range(n_chunks - 1, 0, -1)
-        }
-        self._data: bytes | None = None
+        self._n = (size + chunk - 1) // chunk
+        self._claims = mmap.mmap(-1, max(1, self._n))  # shared with the forked worker, all _FREE
+        self._results: dict[int, Any] = {}
+        self._buf = bytearray()
+        self._eof = False
+        self._data: bytes | bytearray | None = None
         self._index = -1
         self.used = 0  # chunks whose segments came from the worker (for tests and the bench)
+        rfd, wfd = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 0
+            try:
+                os.close(rfd)
+                _worker_init(parent)
+                _work(fd, self._n, chunk, self._claims, wfd)
+            except BaseException:  # noqa: BLE001 - nothing of the worker's may reach check's output
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        self._rfd = rfd
+        self.pid: int | None = pid
+        WORKERS.append(pid)
 
-    def start_chunk(self, index: int, data: bytes) -> None:
+    def start_chunk(self, index: int, data: bytes | bytearray) -> None:
         self._index, self._data = index, data
+        if self._steal and 0 < index < self._n and self._claims[index] == _FREE:
+            self._claims[index] = _MAIN  # the worker stops here (if it takes it at this instant, both count it)
 
-    def __call__(self, region: bytes, begin: int, end: int) -> list[Any] | None:
-        if region is not self._data:  # a joined partial line, or a chunk cut by the parser: count here
+    def __call__(self, region: bytes | bytearray, begin: int, end: int) -> list[Any] | None:
+        k = self._index
+        if region is not self._data or not 0 < k < self._n:  # a joined partial line, a cut chunk: count here
             return None
-        future = self._futures.pop(self._index, None)
-        if future is None or (self._steal and not future.done() and future.cancel()):  # not started: count here
-            return None
-        try:
-            got = future.result()
-        except Exception:  # noqa: BLE001 - the worker failed or died: this process counts the chunk
-            return None
-        if got is None or got[:3] != (len(region), begin, end):
-            return None
+        self._pump(block=False)
+        if k not in self._results:
+            if self._claims[k] == _MAIN:
+                return None  # claimed by this process before the worker got to it: count here
+            while k not in self._results and self._pump(block=True):
+                pass  # the worker is counting it: wait (at most one chunk's time)
+        got = self._results.pop(k, None)
+        if got is None or tuple(got[:3]) != (len(region), begin, end):
+            return None  # the worker failed or died, or saw other bytes: count here
         self.used += 1
         return got[3]
 
+    def _pump(self, *, block: bool) -> bool:
+        """Read what the worker has sent; False when nothing more can come now (or ever: it ended)."""
+        if self._eof:
+            return False
+        os.set_blocking(self._rfd, block)
+        try:
+            data = os.read(self._rfd, 1 << 20)
+        except BlockingIOError:
+            return False
+        if not data:
+            self._eof = True
+            return False
+        buf = self._buf
+        buf += data
+        pos = 0
+        while len(buf) - pos >= _HEADER.size:
+            k, n = _HEADER.unpack_from(buf, pos)
+            if len(buf) - pos - _HEADER.size < n:
+                break
+            pos += _HEADER.size
+            self._results[k] = marshal.loads(buf[pos : pos + n])
+            pos += n
+        del buf[:pos]
+        return True
+
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        pid, self.pid = self.pid, None
+        if pid is None:
+            return
+        self._claims[:] = bytes([_MAIN]) * len(self._claims)  # a worker still going stops at its next chunk
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # it holds nothing: no need to let it finish a chunk
+        os.waitpid(pid, 0)
+        os.close(self._rfd)
+        self._claims.close()
 
 
 def parallel_for(stream: IO[bytes], chunk: int, *, steal: bool = True) -> ParallelSegments | None:

@@ -143,9 +143,21 @@ def check_stream(stream: IO[bytes], *, engine: Any = None, chunk_size: int = CHU
 
     try:
         index = 0
+        # Two buffers read into in turn: a fresh 8 MB bytes a chunk costs more (page faults, zeroing) than a
+        # counting pass. The parser may still hold the previous chunk's last bytes (a run's tail), so a
+        # buffer is released (those bytes copied) before it is read into again.
+        buffers = [bytearray(chunk_size), bytearray(chunk_size)]
+        readinto = getattr(stream, "readinto", None)
         while True:
-            chunk = stream.read(chunk_size)
-            if not chunk:
+            if readinto is None:
+                chunk: bytes | bytearray = stream.read(chunk_size)
+                got = len(chunk)
+            else:
+                buf = buffers[index % 2]
+                pipe.parser.release(buf)
+                got = readinto(buf) or 0
+                chunk = buf if got == chunk_size else bytes(memoryview(buf)[:got])
+            if not got:
                 break
             if len(head) < _BINARY_SNIFF:
                 head += chunk[: _BINARY_SNIFF - len(head)]

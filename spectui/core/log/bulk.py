@@ -64,6 +64,13 @@ _LAUNCH_MILESTONES = {MilestoneKind.SERVER_ARGS, MilestoneKind.ARGPARSE_USAGE, M
                       MilestoneKind.DIST_INIT}
 
 Segment = tuple[bool, int, int, int, int, int]  # ordinary, start, stop, lines, decode, prefill
+Marks = tuple[bytes, bytes, bytes]  # decode, prefill, access
+BASE_MARKS: Marks = (DECODE_MARK, PREFILL_MARK, ACCESS_MARK)
+# The same marks made longer with the text that follows (precedes) them in SGLang's usual lines: bytes.count
+# (CPython's two-way search) skips much further per step with these, ~4x less time a pass than with BASE.
+# Each holds its BASE mark, so they only ever find fewer lines: a block they miss is recounted with BASE.
+FAST_MARKS: Marks = (DECODE_MARK + b", #running-req: ", PREFILL_MARK + b", ", b' HTTP/1.1' + ACCESS_MARK)
+MISFIT = 2  # first-size blocks ordinary by BASE only before a region is read with BASE alone
 
 
 class BulkRun:
@@ -81,7 +88,26 @@ class BulkRun:
         self.read: list[tuple[int, int]] = []  # line ranges read line by line (not to parse twice)
 
 
-def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment]) -> None:
+def _counts(region: bytes, pos: int, stop: int, n: int, marks: Marks) -> tuple[int, int, int]:
+    """(decode, prefill, access) lines of region[pos:stop] by `marks`, stopping once they add up to `n`."""
+    decode, prefill, access = marks
+    d = region.count(decode, pos, stop)
+    p = a = 0
+    if d != n:
+        p = region.count(prefill, pos, stop)
+        if d + p != n:
+            a = region.count(access, pos, stop)
+    return d, p, a
+
+
+def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment], marks: Marks,
+              top: list[int] | None) -> None:
+    """Split region[start:end] into ordinary and line-by-line segments. A block is ordinary when every line
+    holds one of `marks` (FAST_MARKS: each holds the corresponding BASE mark, so a line counted by them is
+    counted the same by BASE) or, failing that, one of BASE_MARKS: a block made ordinary by BASE is never
+    split or read line by line, whatever `marks` are. The BASE recount is done on first-size blocks
+    (`top`: how many were ordinary only by BASE; after MISFIT of them this region is read with BASE alone)
+    and on leaves; a smaller block that fails by `marks` is split, its leaves recounted by BASE."""
     pos = start
     while pos < end:
         stop = min(pos + size, end)
@@ -89,25 +115,28 @@ def _segments(region: bytes, start: int, end: int, size: int, out: list[Segment]
             nl = region.find(b"\n", stop - 1, end)
             stop = end if nl < 0 else nl + 1
         n = region.count(b"\n", pos, stop)
-        d = region.count(DECODE_MARK, pos, stop)
-        p = a = 0
-        if d != n:
-            p = region.count(PREFILL_MARK, pos, stop)
-            if d + p != n:
-                a = region.count(ACCESS_MARK, pos, stop)
+        d, p, a = _counts(region, pos, stop, n, marks)
+        if d + p + a != n and marks is not BASE_MARKS:
+            leaf = size <= LEAF or stop - pos <= LEAF or n <= 1
+            if top is not None or leaf:
+                d, p, a = _counts(region, pos, stop, n, BASE_MARKS)
+                if top is not None and d + p + a == n:
+                    top[0] += 1
+                    if top[0] >= MISFIT:
+                        marks = BASE_MARKS
         if d + p + a == n:
             out.append((True, pos, stop, n, d, p))
         elif size <= LEAF or stop - pos <= LEAF or n <= 1:
             out.append((False, pos, stop, n, 0, 0))
         else:
-            _segments(region, pos, stop, max(LEAF, size // 8), out)
+            _segments(region, pos, stop, max(LEAF, size // 8), out, marks, None)
         pos = stop
 
 
 def segments(region: bytes, begin: int, end: int) -> list[Segment]:
     """How feed_region splits region[begin:end] (complete lines): pure, so another process may compute it."""
     out: list[Segment] = []
-    _segments(region, begin, end, BLOCK, out)
+    _segments(region, begin, end, BLOCK, out, FAST_MARKS, [0])
     return out
 
 
@@ -180,6 +209,13 @@ def _keep_tail(run: BulkRun, region: bytes, start: int, end: int) -> None:
         if size >= TAIL_BYTES:
             del parts[:i]
             break
+
+
+def release_buffer(run: BulkRun | None, buf: bytearray) -> None:
+    """`buf` is about to be overwritten (check reads into the same buffers in turn): the open run's kept
+    bytes that are in it are copied."""
+    if run is not None and any(part[0] is buf for part in run.tail):
+        run.tail = [(bytes(b[s:e]), 0, e - s) if b is buf else (b, s, e) for b, s, e in run.tail]
 
 
 def _tail_bytes(run: BulkRun) -> bytes:

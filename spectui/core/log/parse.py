@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from spectui.core.log import texts as logtexts
-from spectui.core.log.bulk import BulkRun, close_run, feed_region
+from spectui.core.log.bulk import BulkRun, close_run, feed_region, release_buffer
 from spectui.core.log.fields import (
     BATCH_RE,
     MILESTONE_HINTS,
@@ -141,6 +141,10 @@ class LogParser:
 
     def flush_into(self, out: list[Record]) -> None:
         self._close_pending(out)
+
+    def release(self, buf: bytearray) -> None:
+        """`buf`, fed before, is about to be overwritten: copy what the bulk reader still holds of it."""
+        release_buffer(self.bulk_run, buf)
 
     @property
     def pending_event(self) -> PendingEvent | None:
