@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
+from typing import Any
 
 
-async def cancel_and_wait(tasks: Iterable[asyncio.Future[object]]) -> None:
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:
     """Cancel the tasks, then wait for each to finish, whatever it raises (their results are not wanted)."""
     tasks = list(tasks)
     for t in tasks:

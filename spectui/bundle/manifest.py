@@ -128,7 +128,7 @@ def manifest_from_json(obj: dict[str, Any]) -> Manifest:
         size, digest = m.get("size"), m.get("sha256")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0 or not isinstance(digest, str):
             raise ValueError(f"member {m['name']} has no size or sha256")
-        members.append(MemberInfo(m["name"], size, digest.lower(), _opt(m, "t", int | float)))
+        members.append(MemberInfo(m["name"], size, digest.lower(), _opt(m, "t", (int, float))))
     window = obj.get("window") or {}
     if not isinstance(window, dict):
         raise ValueError("window is not an object")
@@ -145,9 +145,9 @@ def manifest_from_json(obj: dict[str, Any]) -> Manifest:
         sglang_version=_opt(obj, "sglang_version", str),
         created=float(created) if isinstance(created, int | float) and not isinstance(created, bool) else 0.0,
         target=_opt(obj, "target", str),
-        window=Window(_opt(window, "start_t", int | float), _opt(window, "end_t", int | float)),
+        window=Window(_opt(window, "start_t", (int, float)), _opt(window, "end_t", (int, float))),
         members=tuple(members),
         masked=tuple(m for m in masked if isinstance(m, dict) and isinstance(m.get("name"), str)),
-        log=obj.get("log") if isinstance(obj.get("log"), dict) else {},
+        log=obj["log"] if isinstance(obj.get("log"), dict) else {},
         extra={k: v for k, v in obj.items() if k not in _KNOWN},
     )

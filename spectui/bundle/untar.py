@@ -52,7 +52,7 @@ def _mib(n: int) -> str:
 def _member_cap(name: str, manifest: dict[str, Any]) -> int:
     """The most a member may hold by the format (docs/BUNDLE.md "Limits")."""
     if name == mf.LOG:
-        log = manifest.get("log") if isinstance(manifest.get("log"), dict) else {}
+        log = manifest["log"] if isinstance(manifest.get("log"), dict) else {}
         budget = log.get("budget")
         if not isinstance(budget, int) or isinstance(budget, bool) or not 0 < budget <= lim.MAX_LOG_BUDGET:
             budget = lim.MAX_LOG_BUDGET

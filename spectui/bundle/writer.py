@@ -145,9 +145,9 @@ def build_members(parts: BundleParts, masker: Masker) -> tuple[list[tuple[mf.Mem
     if parts.gpu:
         raw.append((mf.GPU, _jsonl(masker.scrub_json(list(parts.gpu), mf.GPU)), None))
     members = []
-    for name, data, t in raw:
+    for name, data, taken in raw:
         data = masker.final_pass(data, name)
-        members.append((mf.MemberInfo(name, len(data), mf.sha256(data), t), data))
+        members.append((mf.MemberInfo(name, len(data), mf.sha256(data), taken), data))
     return members, log_info
 
 

@@ -45,7 +45,7 @@ def read_hosts_file(path: str) -> list[tuple[str, float | None]]:
 def all_targets(args: argparse.Namespace) -> list[tuple[str, float | None]]:
     from spectui.errors import UsageError
 
-    targets = [(t, None) for t in (args.targets or [])]
+    targets: list[tuple[str, float | None]] = [(t, None) for t in (args.targets or [])]
     if getattr(args, "hosts", None):
         targets += read_hosts_file(args.hosts)
     if not targets and not getattr(args, "prometheus", None):

@@ -18,7 +18,7 @@ async def owner_refusal(args: argparse.Namespace, pairs: Any) -> tuple[str | Non
     from spectui.errors import RelaunchError
     from spectui.ops import owner
 
-    notes = []
+    notes: list[str] = []
     for host, plan in pairs:
         try:
             found = await owner.check(host, plan.server, as_owner=getattr(args, "as_owner", False),

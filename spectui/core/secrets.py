@@ -32,6 +32,7 @@ import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 MASK = "***"
 
@@ -153,7 +154,8 @@ def _plugin_patterns() -> tuple[tuple[str, tuple[str, ...] | re.Pattern[str], re
     except ImportError:  # pragma: no cover - a dependency; the own shapes still apply
         return ()
     out: list[tuple[str, tuple[str, ...] | re.Pattern[str], re.Pattern[str]]] = []
-    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+    plugins: dict[str, type[Any]] = get_mapping_from_secret_type_to_class()
+    for secret_type, cls in sorted(plugins.items()):
         if cls.__name__ in _PLUGINS:
             kind = re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
             out.extend((kind, _GATES.get(kind, ()), rx) for rx in cls().denylist)
@@ -242,7 +244,8 @@ def _spans(text: str) -> Iterator[Found]:
         for m in rx.finditer(text):
             start, end = (m.start(1), m.end(1)) if rx.groups and m.group(1) else (m.start(), m.end())
             # A pattern that stops at a character class (Slack's lowercase tail) masks the whole token.
-            end = _TOKEN_CHARS.match(text, end).end() if kind != "basic-auth-credentials" else end
+            if kind != "basic-auth-credentials" and (tail := _TOKEN_CHARS.match(text, end)) is not None:
+                end = tail.end()  # always a match (the pattern may be empty)
             if end - start >= 8:
                 yield Found(kind, start, end)
 

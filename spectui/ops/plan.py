@@ -189,8 +189,8 @@ class RelaunchPlan:
         out.append(f"verdict  {self.verdict_line}  [SGLang {self.version}: {self.version_note}]")
         for o in self.resolution.overrides:
             out.append(f"  fix for {o.label or o.flag}: {o.fix}" if o.fix else f"  {o.label or o.flag}: no fix known")
-        for dest, before, after in self.effective_changes:
-            out.append(f"  effective {dest}: {json.dumps(before)} -> {json.dumps(after)}")
+        for dest, was, now in self.effective_changes:
+            out.append(f"  effective {dest}: {json.dumps(was)} -> {json.dumps(now)}")
         for w in self.resolution.warnings:
             out.append(f"  warning: {self.scrub(w)}")
         out.append("host commands")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from spectui.core.launch import parse_command
@@ -95,7 +95,7 @@ async def follow(
     engine: Any = None,
     tail: LogTail | None = None,
     on_lines: Callable[[TailLines], None] | None = None,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """Follow `path` on `host` forever, yielding watch events. Cancel (or stop iterating) to end.
 
     `on_lines`: called with every batch of lines as it arrives (liveness: when the log last moved)."""

@@ -243,8 +243,8 @@ def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: A
         err = res.error
         t.append(f"  ✗ SGLang would crash while resolving: {getattr(err, 'type', 'error')}: "
                  f"{getattr(err, 'message', '')}\n", "bold red")
-        if getattr(err, "explanation", ""):
-            t.append(f"    {err.explanation}\n", "red")
+        if explanation := getattr(err, "explanation", ""):
+            t.append(f"    {explanation}\n", "red")
     if res.effective:
         t.append("effective  ", "bold")
         parts = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import IO, Any
 
 from spectui.core.log import Pipeline
@@ -116,7 +116,7 @@ async def _connect(host: Any, emit: Printer) -> None:
             attempt += 1
 
 
-async def _events(args: Any, target: Target, emit: Printer) -> AsyncIterator[dict[str, Any]]:
+async def _events(args: Any, target: Target, emit: Printer) -> AsyncGenerator[dict[str, Any], None]:
     host = open_host(target, args, read_only=True)
     try:
         if target.is_remote:

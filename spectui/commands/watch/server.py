@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,7 @@ class ServerFollow:
         self.draft = draft  # --inspect: the draft checkpoint's findings for a server, for the DRAFT rules
         self.followed = {proc.pid}  # every pid followed so far: never its own successor
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
+    async def events(self) -> AsyncGenerator[dict[str, Any], None]:
         proc, from_start = self.proc, self.from_start
         while True:
             engine = self._engine = make_engine(proc.argv, baseline_tps=self.baseline_tps)
@@ -93,7 +93,7 @@ class ServerFollow:
             proc, from_start = switch.proc, True  # a new launch's log: every line of it
 
     async def _with_health(self, events: AsyncIterator[dict[str, Any]], proc: ServerProcess, act: LogActivity
-                           ) -> AsyncIterator[Any]:
+                           ) -> AsyncGenerator[Any, None]:
         """The log's events merged with health events; after `gone`, the successor's event (and a _Switch
         when it writes another log)."""
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)

@@ -93,7 +93,8 @@ def _plain_outcome(ctx: Context) -> str:
 
 
 def check_algorithm(ctx: Context) -> list[Finding]:
-    fam, fmt, out = ctx.launch.eagle_family, ctx.fmt.format, []
+    fam, fmt = ctx.launch.eagle_family, ctx.fmt.format
+    out: list[Finding] = []
     if fam is None:
         return out
     ev_alg = f"launch --speculative-algorithm {ctx.launch.algorithm}"

@@ -12,6 +12,7 @@ import struct
 import sys
 from array import array
 from dataclasses import dataclass
+from typing import Any
 
 from spectui.core.draft.reader import Reader, ReadError
 from spectui.core.limits import load_json
@@ -98,7 +99,7 @@ async def read_header(reader: Reader, path: str, *, max_header: int = MAX_HEADER
     return _parse(path, n, size, obj)
 
 
-def _parse(path: str, n: int, size: int, obj: dict) -> SafetensorsHeader:
+def _parse(path: str, n: int, size: int, obj: dict[str, Any]) -> SafetensorsHeader:
     metadata: dict[str, str] = {}
     tensors: dict[str, TensorInfo] = {}
     for name, entry in obj.items():

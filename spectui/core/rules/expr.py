@@ -10,7 +10,7 @@ whole expression undefined (a condition is then false, a fix value is not offere
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,7 +182,7 @@ class _Parser:
         raise ExprError(f"unexpected {value!r} in {self.source!r}")
 
 
-def _names(ast: tuple[Any, ...]):
+def _names(ast: tuple[Any, ...]) -> Iterator[str]:
     tag = ast[0]
     if tag == "name":
         yield ast[1]

@@ -168,7 +168,7 @@ class DecodeWindow:
 
 
 def _server_tps(rows: list[Any]) -> float | None:
-    tps = [r[4] for r in rows if r[4] is not None]
+    tps: list[float] = [r[4] for r in rows if r[4] is not None]
     if not tps:
         return None
     ranks = {r[8] for r in rows if r[8] is not None}

@@ -205,7 +205,7 @@ class Advice:
                 "measurement_wins": list(self.measurement_wins)}
 
 
-def _validate(observed: Iterable[Observed | tuple]) -> list[Observed]:
+def _validate(observed: Iterable[Observed | tuple[Any, ...]]) -> list[Observed]:
     out = []
     for item in observed:
         o = item if isinstance(item, Observed) else Observed(*item)
@@ -253,7 +253,7 @@ def _measured(obs: Sequence[Observed], baseline: float | None) -> dict[int, floa
     return {k: sum(v) / len(v) / baseline for k, v in by.items()}
 
 
-def advise(observed: Iterable[Observed | tuple], baseline_per_request_tps: float | None = None,
+def advise(observed: Iterable[Observed | tuple[Any, ...]], baseline_per_request_tps: float | None = None,
            running: int | None = None, max_steps: int = 10, rel_noise: float = _fit.REL_NOISE,
            intervals: bool = True, running_steps: int | None = None, baseline_source: str | None = None) -> Advice:
     """The whole `spectui advise` answer from observed depths (Observed or (steps, accept_len[, tps])).

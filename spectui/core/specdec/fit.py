@@ -17,7 +17,7 @@ L0 moved by +-rel_noise; with two or more depths, the envelope of refits after m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 PRIOR_R = 0.95
@@ -95,7 +95,7 @@ def _solve_a1(k: int, target: float, r: float) -> float:
     return (lo + hi) / 2
 
 
-def _golden_min(f, lo: float, hi: float, iters: int = 48) -> float:
+def _golden_min(f: Callable[[float], float], lo: float, hi: float, iters: int = 48) -> float:
     a, b = lo, hi
     c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
     fc, fd = f(c), f(d)
@@ -111,7 +111,7 @@ def _golden_min(f, lo: float, hi: float, iters: int = 48) -> float:
     return (a + b) / 2
 
 
-def _objective(obs: Sequence[Observation], k_max: int):
+def _objective(obs: Sequence[Observation], k_max: int) -> Callable[[float, float], float]:
     def sse(a1: float, r: float) -> float:
         curve = accept_len_curve(a1, r, k_max)
         s = sum(o.weight * ((curve[o.steps] - o.accept_len) / o.accept_len) ** 2 for o in obs)

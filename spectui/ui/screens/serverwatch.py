@@ -25,6 +25,8 @@ from spectui.sources.liveness import (
 )
 from spectui.ui.screens.stalewatch import StaleWatch
 
+DECODE_MARK = "Decode batch"  # SGLang's decode line (its figures vouch for the server once parsed)
+
 
 def _port_of(session: Any) -> int | None:
     port = session.server_port or getattr(session.server, "port", None)
@@ -47,20 +49,23 @@ class ServerWatch(StaleWatch):
         if s.host is None or s.replay or s.liveness is False or s.pid is None:
             return  # a plain log file or a replay: nothing to probe, never "unhealthy"
         self.server_watch()  # type: ignore[attr-defined]
-        self.start_stale_watch()  # type: ignore[attr-defined]  (a quiet server's /metrics: stalewatch.py)
+        self.start_stale_watch()  # type: ignore[attr-defined]  # (a quiet server's /metrics: stalewatch.py)
 
     def restart_server_watch(self) -> None:
         """This cockpit relaunched (or started again) the server: probe the new pid at once, verdict cleared."""
         self._set_health(None)
         s: Any = self.session  # type: ignore[attr-defined]
         if s.host is not None and not s.replay and s.liveness is not False and s.pid is not None:
-            self.server_watch()  # type: ignore[attr-defined]  (exclusive: the old round is cancelled)
+            self.server_watch()  # type: ignore[attr-defined]  # (exclusive: the old round is cancelled)
 
     def _activity(self) -> Activity:
         u: Any = self.last_update  # type: ignore[attr-defined]
         snap = u.snapshot if u is not None else None
         phase = getattr(getattr(snap, "phase", None), "value", None)
         decode_at = self._figures_at if self._figures_age() is not None else None  # the last decode line's arrival
+        pending = getattr(self, "_pending", None)  # read, not parsed yet (a hidden tab parses once a second)
+        if pending and self._last_line_at is not None and any(DECODE_MARK in ln for ln in pending[-1][1]):  # type: ignore[attr-defined]
+            decode_at = self._last_line_at  # type: ignore[attr-defined]
         return Activity(self._last_line_at, getattr(snap, "running_req", None),  # type: ignore[attr-defined]
                         getattr(snap, "queue_req", None), phase, decode_at)
 

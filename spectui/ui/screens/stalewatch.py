@@ -102,7 +102,7 @@ class StaleWatch:
         shown = self.stale_figures()
         if shown != self._stale_shown:
             self._stale_shown = shown
-            self._panels_of = None  # type: ignore[attr-defined]  (repaint with the same update)
+            self._panels_of = None  # type: ignore[attr-defined]  # (repaint with the same update)
             self._push_panels()  # type: ignore[attr-defined]
 
     def _judge_gone(self, engine: Any, gone: bool) -> None:
@@ -151,7 +151,7 @@ class StaleWatch:
                 except Exception:  # noqa: BLE001 - no /metrics (not enabled, not answering): "as of" only
                     self.idle, prev = None, None
                     continue
-                now = self.clock() - scraped  # type: ignore[attr-defined]  (when it was scraped, by any tab)
+                now = self.clock() - scraped  # type: ignore[attr-defined]  # (when it was scraped, by any tab)
                 if prev is not None and now <= prev[0] + 1e-3:
                     continue  # the same scrape as last time: the figures stand
                 tokens = _value(samples, "sglang:generation_tokens_total", "sglang:generation_tokens")

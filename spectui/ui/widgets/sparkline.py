@@ -44,7 +44,8 @@ def sparkline(
     lo = min(values) if low is None else low
     hi = max(values) if high is None else high
     span = hi - lo
-    run, run_style = [], ""  # consecutive cells of one style go in as one span, not one span a cell
+    run: list[str] = []
+    run_style = ""  # consecutive cells of one style go in as one span, not one span a cell
     for c in cells:
         if c == "│":
             char, cell_style = "│", "bold magenta"
