@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,7 @@ def recorded_queries(url: str) -> tuple[list[str], int]:
             self.exprs.append(expr)
             return super().query(expr)
 
-    with Recording(url, timeout=60) as client:
+    with Recording(url, timeout=120) as client:
         snap = collect(client)
     return list(Recording.exprs), len(snap.entries)
 
@@ -74,7 +75,7 @@ def timed_child(argv: list[str], stdout: int | None = subprocess.DEVNULL) -> tup
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read() if proc.stderr else b""
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or (stdout is None and not out.strip()):
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {err.decode(errors='replace')[-500:]}")
     return wall, usage.ru_maxrss / 1024, out
 
@@ -87,7 +88,7 @@ def curl_argv(url: str, exprs: list[str]) -> list[str]:
 
 
 def measure_cli(url: str, n: int, exprs: list[str], runs: int) -> dict[str, float]:
-    fleet = [sys.executable, "-m", "spectui.cli", "fleet", "--prometheus", url, "--json", "--timeout", "60"]
+    fleet = [sys.executable, "-m", "spectui.cli", "fleet", "--prometheus", url, "--json", "--timeout", "120"]
     curls, fleets, rows = [], [], -1
     for _ in range(runs):  # alternated: both see the same machine
         curls.append(timed_child(curl_argv(url, exprs)))
@@ -102,7 +103,7 @@ def measure_cli(url: str, n: int, exprs: list[str], runs: int) -> dict[str, floa
 
 def measure_watch(url: str, interval: float, refreshes: int) -> dict[str, float]:
     argv = [sys.executable, "-m", "spectui.cli", "fleet", "--prometheus", url, "--json", "--watch",
-            "--interval", f"{interval:g}", "--timeout", "60"]
+            "--interval", f"{interval:g}", "--timeout", "120"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
     arrivals: list[float] = []
     assert proc.stdout is not None
@@ -140,12 +141,12 @@ def measure_screen(url: str, n: int) -> dict[str, float]:
 async def screen_worker(url: str, n: int) -> dict[str, float]:
     from textual import events
     from textual.app import App
-    from textual.widgets import DataTable
 
     from spectui.fleet import PrometheusClient, collect
     from spectui.ui.screens.fleet import FleetScreen, FleetSource
+    from spectui.ui.widgets.fleet_table import FleetTable
 
-    client = PrometheusClient(url, timeout=60)
+    client = PrometheusClient(url, timeout=120)
     collect_times: list[float] = []
     apply_times: list[float] = []
 
@@ -177,7 +178,7 @@ async def screen_worker(url: str, n: int) -> dict[str, float]:
     result: dict[str, float] = {}
     async with app.run_test(size=(160, 48)) as pilot:
         t0 = time.perf_counter()
-        table = screen.query_one(DataTable)
+        table = screen.query_one(FleetTable)
         while table.row_count < n:
             await pilot.pause(0.05)
             if time.perf_counter() - t0 > 600:
@@ -221,7 +222,7 @@ async def screen_worker(url: str, n: int) -> dict[str, float]:
         want = screen.refreshes + 2
         while screen.refreshes < want:
             await pilot.pause(0.1)
-    client.close()
+    await asyncio.to_thread(client.close)  # its own loop: not from inside this one
     for k, v in list(result.items()):
         if isinstance(v, list):
             result[k] = {"p50": statistics.median(v), "p95": sorted(v)[max(0, int(len(v) * 0.95) - 1)],
@@ -301,6 +302,7 @@ def main() -> int:
         print(json.dumps(asyncio.run(screen_worker(args.screen_worker, args.instances))))
         return 0
     if args.bed_only:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID stops the bed too
         tmp = Path(tempfile.mkdtemp(prefix="fleetbed-"))
         with start_bed(args.bed_only, tmp, scrape_interval=args.scrape_interval) as bed:
             bed.wait_scraped(timeout=300, scrapes=2)

@@ -3,7 +3,7 @@
 Queries (each an instant query on /api/v1/query, SEL = the --selector label matchers):
   up{SEL}                                             which targets exist and whether the last scrape worked
   {__name__=~"sglang[:_](gen_throughput|...)",SEL}    every metric fleet reads, in one round trip (both spellings)
-  min_over_time(sglang:num_queue_reqs{SEL}[W])        did the queue ever empty over the look-back window
+  min_over_time(sglang:num_queue_reqs{SEL}[W]) > 0    the queues that never emptied over the look-back window
   sum by (job, instance) (rate(sglang:generation_tokens_total{SEL}[W]))   only for targets without gen_throughput
 Without a selector, only the jobs that exposed sglang:num_running_reqs within the last hour are listed
 (so Prometheus's own target and node exporters stay out, and a crashed server still shows as down). In any
@@ -151,7 +151,8 @@ def _nothing_matched(client: PrometheusClient, sel: str, selector: str | None, u
 def _queue_window(client: PrometheusClient, sel: str, window: str, records: dict[Key, InstanceMetrics]) -> None:
     if not any(r.queued for r in records.values()):
         return
-    samples = client.query(f"min_over_time({_metric('num_queue_reqs', sel)}[{window}])")
+    # `> 0`: only the queues that never emptied come back (a few series, not one per DP rank of the fleet)
+    samples = client.query(f"min_over_time({_metric('num_queue_reqs', sel)}[{window}]) > 0")
     for key, group in split_by_instance(samples).items():
         if key in records:
             records[key].queued_min = int(round(sum(max(0.0, s.value) for s in group if s.value == s.value)))
