@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spectui.ui.screens.dashboard import analyse_batch
+from spectui.ui.analysis import analyse_batch
 
 SLICE_BUDGET = 0.006  # seconds of parsing per slice: about the longest a key waits for a hidden tab
 MAX_DEFER = 0.010  # seconds a slice waits for an idle loop before it runs anyway (hidden tabs keep up)

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from spectui.sources.base import TailLines, TailState
+from spectui.ui.analysis import analyse_batch
 from spectui.ui.controller import Cockpit, CockpitUpdate
 from spectui.ui.messages import RelaunchFinished
 from spectui.ui.model import HeaderInfo
@@ -32,8 +33,7 @@ from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.gpu_strip import NVIDIA_SMI_ARGV, GpuStrip, parse_nvidia_smi
 from spectui.ui.widgets.header import HeaderBar, age_step
-from spectui.ui.widgets.log_lines import batch_kinds
-from spectui.ui.widgets.log_view import LogView, prepare_lines
+from spectui.ui.widgets.log_view import LogView
 from spectui.ui.widgets.spec_panel import SpecData, SpecPanel
 from spectui.ui.widgets.timeline import PhaseTimelineBar
 
@@ -47,35 +47,12 @@ MAX_LINES_PER_FLUSH = 5000  # a big backlog is taken in several flushes
 # on a loaded machine): past it the tail is not read until half is parsed; the backlog waits in the log
 # file on the host (tails read by offset), so nothing is lost.
 MAX_PENDING_LINES = 20_000
-PARSE_SLICE = 500  # lines per parser call in the worker thread
 GPU_POLL_INTERVAL = 5.0
 IDLE_FLUSH_S = 1.0  # a log quiet this long: emit a traceback that is waiting for its end
 # While the parse thread runs (~50 us a line: a quarter of a core at 5k lines/s) the event loop waits for the
 # GIL after each of its waits, up to the switch interval each time (5 ms by default), and a key's handling
 # takes several: at 1 ms, perf_ui's p95 key latency under a 5k lines/s log went from ~70-100 ms to ~50-75.
 GIL_SWITCH_S = 0.001
-
-
-def analyse_batch(cockpit: Cockpit, batch: list[str], now: float, first_view_no: int | None = None,
-                  ) -> tuple[tuple[list[str], int], CockpitUpdate | None]:
-    """The batch's display text, and the pipeline's update for it (None for no lines), fed PARSE_SLICE
-    lines a call; `first_view_no`: the pane's number of its first line."""
-    import dataclasses
-
-    prepared = prepare_lines(batch)
-    kinds: list[tuple[int, int, str]] = []
-    fresh: list[Any] = []
-    update = None
-    first = None if first_view_no is None else first_view_no - cockpit.offset  # the stream's own number
-    for i in range(0, len(batch), PARSE_SLICE):
-        update = cockpit.feed(batch[i : i + PARSE_SLICE], now, None if first is None else first + i)
-        kinds.extend(update.kinds)
-        fresh.extend(update.new_diagnoses)
-    if update is not None:
-        # the batch's kinds as one list (batch_kinds): mark_kinds then does no per-line step
-        marks = kinds if first_view_no is None else batch_kinds(kinds, first_view_no, len(batch))
-        update = dataclasses.replace(update, kinds=tuple(marks), new_diagnoses=tuple(fresh))
-    return prepared, update
 
 
 class DashboardScreen(ServerWatch, LogKeys, Screen):  # ServerWatch brings StaleWatch (stalewatch.py)
