@@ -27,6 +27,7 @@ pytestmark = pytest.mark.timeout(90)
 BUDGET_PER_S = 1.0  # the issue's budget: at most one request a second from an idle cockpit
 WINDOW_S = 8.0
 CALM_S = LivenessConfig().calm_interval  # an answering, idle server is asked this often
+VOUCHED_S = LivenessConfig().vouched_interval  # and this often while its decode lines prove it alive
 # a line of uvicorn's access log for one of the cockpit's own questions
 PROBE_LINE = re.compile(r'"GET /(health|health_generate|server_info|get_server_info|metrics)[ ?]')
 
@@ -81,6 +82,28 @@ async def test_an_idle_cockpit_stays_within_one_request_a_second(lab) -> None:  
     assert lines, "no probe at all in the window: the cockpit stopped watching"
     assert len(lines) <= BUDGET_PER_S * WINDOW_S, f"{len(lines)} requests in {WINDOW_S:g} s: {lines}"
     assert len(lines) <= WINDOW_S / CALM_S + 1, f"an idle server is asked every {CALM_S:g} s: {lines}"
+
+
+async def test_decode_lines_slow_the_probes_down(lab) -> None:  # type: ignore[no-untyped-def]
+    """A busy server's fresh decode lines prove it alive: /health every VOUCHED_S instead of every second."""
+    pid = lab.start(["--model-path", "/models/llama"], env={"SPECTUI_SIM_TIME_SCALE": "40", "SPECTUI_SIM_TRAFFIC": "0.5"})
+    wait_health(lab.port)
+    session = await build_session(connect_args(pid))
+    session.liveness = LivenessConfig()
+    app = SpectuiApp(session)
+    log = lab.root / "server.log"
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            offset = log.stat().st_size
+            lines = await count_window(pilot, log, lambda: healthy(app.dashboard))
+            decodes = log.read_bytes()[offset:].count(b"Decode batch")
+            assert healthy(app.dashboard)
+            await pilot.press("q")
+    finally:
+        await session.host.close()
+    assert decodes > WINDOW_S, "the simulator was not decoding: nothing proved it alive"
+    health = [ln for ln in lines if '"GET /health ' in ln]
+    assert len(health) <= WINDOW_S / VOUCHED_S + 1, f"{len(health)} /health in {WINDOW_S:g} s while decoding: {health}"
 
 
 async def test_two_tabs_of_one_server_share_its_probe(lab) -> None:  # type: ignore[no-untyped-def]
