@@ -1,26 +1,55 @@
-"""Messages that cross screens (facts, named as such). Widget-local messages live on their widgets."""
+"""Messages that cross screens (facts, named as such). Widget-local messages live on their widgets.
+
+Typed dataclasses (Textual runs Message's own set-up from `__post_init__`), like toolong's."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
+if TYPE_CHECKING:
+    from spectui.core.launch import LaunchCommand
 
+
+class StartedServer(Protocol):
+    """One start of a command (ops.outcome.Attempt)."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def log(self) -> str | None: ...
+
+
+class RelaunchOutcome(Protocol):
+    """What a relaunch ended with (ops.outcome.RelaunchResult, ops.groupresult.GroupResult's members, the
+    sweep's restore): the new server, and the previous one when it was rolled back (`rollback`, optional)."""
+
+    @property
+    def new(self) -> StartedServer: ...
+
+
+@dataclass(frozen=True)
+class Restarted:
+    """A server started again outside a relaunch's result (the sweep's restore): the same shape."""
+
+    new: StartedServer
+
+
+@dataclass
 class RelaunchFinished(Message):
-    """ops.relaunch finished: follow `log_path` if the new server is up; `result` is ops' result object."""
+    """A relaunch finished: follow `log_path` if the new server is up (`healthy`), `launch` its command."""
 
-    def __init__(self, result: Any, *, log_path: str | None, launch: Any, healthy: bool) -> None:
-        super().__init__()
-        self.result = result
-        self.log_path = log_path
-        self.launch = launch
-        self.healthy = healthy
+    result: RelaunchOutcome
+    log_path: str | None
+    launch: LaunchCommand | None
+    healthy: bool
 
 
+@dataclass
 class FixChosen(Message):
     """The user asked to apply a diagnosis' fix: open the relaunch screen pre-filled with it."""
 
-    def __init__(self, diagnosis: Any) -> None:
-        super().__init__()
-        self.diagnosis = diagnosis
+    diagnosis: Any  # core.rules Diagnosis

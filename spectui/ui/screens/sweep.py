@@ -278,10 +278,10 @@ class SweepScreen(ModalScreen[None]):
 
     def _follow(self, out: dict[str, Any]) -> None:
         """The dashboard follows what runs at the end (if its successor watch has not already)."""
-        from types import SimpleNamespace
 
         from spectui.core.launch import parse_command
-        from spectui.ui.messages import RelaunchFinished
+        from spectui.ops.outcome import Attempt
+        from spectui.ui.messages import RelaunchFinished, Restarted
 
         restore, cur = out.get("restore") or {}, self.sweep.current
         if not restore.get("healthy") or cur is None or cur.pid is None:
@@ -289,7 +289,7 @@ class SweepScreen(ModalScreen[None]):
         log = restore.get("log")
         self.session.current_pid = cur.pid
         if log:
-            result = SimpleNamespace(new=SimpleNamespace(pid=cur.pid, log=log))
+            result = Restarted(Attempt(pid=cur.pid, log=log, healthy=True))
             self.app.dashboard.post_message(  # type: ignore[attr-defined]
                 RelaunchFinished(result, log_path=log, launch=parse_command(list(cur.argv)), healthy=True))
 
