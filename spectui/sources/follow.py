@@ -56,6 +56,9 @@ class EventBuilder:
         if self._pipe_next is None:
             self._pipe_next = ev.first_line
             self.pipeline = Pipeline(engine=self.pipeline.engine, first_line=ev.first_line)
+        elif ev.first_line > self._pipe_next:  # a gap (the launch header, then the backfill): numbers stay the file's
+            self.pipeline.parser.skip_to(ev.first_line)
+            self._pipe_next = ev.first_line
         self._delta = ev.first_line - self._pipe_next
         out: list[dict[str, Any]] = []
         if self.raw:
@@ -99,7 +102,10 @@ async def follow(
     """Follow `path` on `host` forever, yielding watch events. Cancel (or stop iterating) to end.
 
     `on_lines`: called with every batch of lines as it arrives (liveness: when the log last moved)."""
-    tail = tail or LogTail(host, path, from_start=from_start, backfill_lines=backfill_lines)
+    # With a backfill, also the launch's server_args line above it (a server up for hours): the override
+    # rules and the effective config need it. `--backfill 0` asks for nothing before now.
+    tail = tail or LogTail(host, path, from_start=from_start, backfill_lines=backfill_lines,
+                           launch_header=backfill_lines > 0)
     builder = EventBuilder(Pipeline(engine=engine), raw=raw)
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)  # bounded: a slow reader slows the tail
 
