@@ -188,3 +188,22 @@ async def test_exec_reads_see_truncation_and_deletion(nosftp: Sshd, tmp_path: Pa
         assert await f.read(0, 10) == b"" and await f.size() == 3
     finally:
         await host.close()
+
+
+async def test_the_launch_header_over_ssh_without_sftp(nosftp: Sshd, tmp_path: Path) -> None:
+    """The cockpit's attach over exec'd commands only: the launch's server_args line above the backfill."""
+    log = tmp_path / "server.log"
+    args = "[2026-12-01 10:00:00] server_args=ServerArgs(speculative_num_steps=1, speculative_num_draft_tokens=2)"
+    log.write_text("start\n" + args + "\n" + "".join(f"l{i}\n" for i in range(1, 301)))
+    host = host_for(nosftp)
+    await host.connect()
+    try:
+        got = []
+        async for ev in LogTail(host, str(log), backfill_lines=5, launch_header=True):
+            if getattr(ev, "lines", None):
+                got.append((ev.first_line, ev.lines[0], ev.header))
+                if not ev.header:
+                    break
+        assert got == [(2, args, True), (298, "l296", False)]
+    finally:
+        await host.close()
