@@ -4,14 +4,9 @@ and a home of its own for the whole run, so tests never read or write the user's
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # tests/sshd_harness.py is importable from any test
-
 from sshd_harness import Sshd, sshd_available, start_sshd  # noqa: E402
 
 # The terminal size variables as the test run's own process sees them. pytest-xdist's workers (addopts in
@@ -28,7 +23,6 @@ def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]  # xdis
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
     """One line when the real-server tier (tests/real) was skipped because the kit is not built here."""
-    sys.path.insert(0, str(Path(__file__).parent / "real"))
     from realkit import missing
 
     why = missing()

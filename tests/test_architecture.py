@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,17 +85,14 @@ def test_no_import_cycles_inside_spectui() -> None:
     assert _import_cycles() == []
 
 
-def test_cycle_finder_sees_a_cycle(tmp_path: Path) -> None:
+def test_cycle_finder_sees_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = tmp_path / "cyclepkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("def f():\n    from cyclepkg import b\n")
     (pkg / "b.py").write_text("from cyclepkg import a\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        assert _import_cycles("cyclepkg") == [["cyclepkg.a", "cyclepkg.b"]]
-    finally:
-        sys.path.remove(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _import_cycles("cyclepkg") == [["cyclepkg.a", "cyclepkg.b"]]
 
 
 MAX_MODULE_LINES = 420  # "no module over ~400 lines"

@@ -20,7 +20,6 @@ from spectui import cli
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 SIM_LOG = ROOT / "tests" / "ui" / "data" / "silent-override-sim.log"
-sys.path.insert(0, str(ROOT / "tests" / "core" / "draft"))
 
 
 def readme_examples() -> list[str]:

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from bed import start_bed  # noqa: E402
 
 from spectui.commands import fleet as fleet_cmd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "perf" / "fleetbed"))
-
-from bed import start_bed  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 N = 24

@@ -12,9 +12,6 @@ import sys
 from pathlib import Path
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
 KEY = "sk-test-0123456789abcdef"

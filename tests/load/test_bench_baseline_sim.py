@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port, wait_http
+from load_kit import free_port, wait_http
 
 from spectui.cli import main
 from spectui.ops.bench import bench_history_path

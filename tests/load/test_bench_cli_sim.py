@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SPEC_ARGS, free_port, wait_http
+from load_kit import SPEC_ARGS, free_port, wait_http
 
 from spectui.cli import main
 from spectui.ops.bench import bench_history_path, log_accept

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import Reply, Seen, chat_events, fake_server, models_reply
+from load_kit import Reply, Seen, chat_events, fake_server, models_reply
 
 from spectui.load import BenchConfig, BenchError, RequestRecord, load_prompts, run_bench, summarize
 from spectui.load.datasets import Dataset, load_dataset, random_lens

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from load_kit import run_sim
 from textual.app import App
 
 from spectui.sources.local import LocalHost

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Reply, Seen, chat_events, fake_server, models_reply
+from load_kit import Reply, Seen, chat_events, fake_server, models_reply
 
 from spectui.load import (
     BenchConfig,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import free_port, run_sim, wait_http
+from load_kit import free_port, run_sim, wait_http
 
 from spectui.load import (
     BenchConfig,

@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 from hostflags_stub import FUTURE_FLAG, fake_sglang, free_port, spectui, stub_server  # noqa: E402
 
 

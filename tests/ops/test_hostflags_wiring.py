@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
 from hostflags_stub import FUTURE_FLAG, fake_sglang, free_port, spectui, stub_server  # noqa: E402
 
 from spectui.core.launch import parse_command  # noqa: E402

@@ -3,7 +3,7 @@ random weights) as a test bed: where it is, whether it is built, and a server st
 starts one (`cd DIR && setsid serve.sh --port P … > server.log 2>&1 &`), stopped by its process group.
 
 Nothing in spectui knows the kit: tests reach it through the paths here. A uniquely named module (not
-`conftest`) so tests import it as `from realkit import …` (tests/real is on sys.path through its conftest).
+`conftest`) so tests import it as `from realkit import …` (tests/real is on sys.path through pyproject.toml's pytest `pythonpath`).
 """
 
 from __future__ import annotations

@@ -11,11 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from draftckpt import draft_config, eagle3_tensors, write_ckpt, write_target  # noqa: E402
 from procs import free_port, started, stub_sglang, wait_for_text
 from sshd_harness import Sshd, start_sshd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "draft"))
-from draftckpt import draft_config, eagle3_tensors, write_ckpt, write_target  # noqa: E402
 from test_draft_bigfile import INTER, KV, VOCAB, H, write_sparse_draft  # noqa: E402
 
 from spectui.core.draft import inspect  # noqa: E402

@@ -11,12 +11,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)

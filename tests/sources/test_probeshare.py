@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-
 from sshd_harness import Sshd  # noqa: E402
 
 from spectui.sources import probeshare  # noqa: E402

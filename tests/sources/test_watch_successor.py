@@ -14,9 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, alive, free_port, wait_health  # noqa: E402
 from sshd_harness import Sshd  # noqa: E402
 from test_liveness_watch import Watch, env  # noqa: E402

@@ -9,13 +9,10 @@ import re
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import aiohttp
 import httpx
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from ops.ops_simlab import free_port  # noqa: E402
 
 

@@ -9,11 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from ops.ops_simlab import free_port  # noqa: E402
 
 SERVER = r'''

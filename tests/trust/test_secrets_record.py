@@ -16,8 +16,6 @@ import time
 from urllib.parse import quote
 
 import pytest
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))  # tests/ops for the simulator lab
 from ops.ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
 from spectui.core.secrets import display_argv, find_secrets, redact_env  # noqa: E402

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import corpus_lines, replay_app, settle
 from textual.command import CommandPalette
+from ui_kit import corpus_lines, replay_app, settle
 
 from spectui.ui.widgets.log_view import LogView
 

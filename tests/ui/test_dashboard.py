@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import corpus_lines, replay_app, settle
 from textual.command import CommandPalette
+from ui_kit import corpus_lines, replay_app, settle
 
 from spectui.core.launch import parse_command
 from spectui.ui.widgets.config_panel import ConfigPanel

@@ -4,14 +4,9 @@ test_fleet_screen_prom.py), refreshed in a worker, worst first; enter opens the 
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from conftest import corpus_lines  # noqa: E402
+from ui_kit import corpus_lines  # noqa: E402
 
 from spectui.fleet import FleetEntry, FleetSnapshot, InstanceMetrics, diagnose  # noqa: E402
 from spectui.ui.multi.app import TabbedApp, TabSpec  # noqa: E402

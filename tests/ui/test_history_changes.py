@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import replay_app, settle
+from ui_kit import replay_app, settle
 
 from spectui.ops.history import HistoryStore, LaunchRecord
 

@@ -3,14 +3,11 @@ then joins them with the log's accept length."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from conftest import replay_app, settle
-from textual.widgets import Static
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "draft"))
 from draftckpt import draft_config, eagle3_tensors, write_ckpt, write_target  # noqa: E402
+from textual.widgets import Static
+from ui_kit import replay_app, settle
 
 from spectui.core.launch import parse_command  # noqa: E402
 from spectui.ui.screens.draft import DraftScreen  # noqa: E402

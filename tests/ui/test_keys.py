@@ -4,8 +4,8 @@ no bench, sweep or record, and says it is a replay (not "started with --read-onl
 
 from __future__ import annotations
 
-from conftest import replay_app, settle
 from textual.widgets._footer import FooterKey
+from ui_kit import replay_app, settle
 
 from spectui.sources.base import ServerProcess
 from spectui.sources.local import LocalHost

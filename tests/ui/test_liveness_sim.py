@@ -7,14 +7,9 @@ import argparse
 import asyncio
 import os
 import signal
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
 from spectui.commands.connect import build_session  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import corpus_lines, replay_app, settle
+from ui_kit import corpus_lines, replay_app, settle
 
 from spectui.ui.widgets.log_view import LogView
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from conftest import settle
+from ui_kit import settle
 
 from spectui.sources.base import ConnState, TailLines, TailState
 from spectui.ui.app import SpectuiApp

@@ -8,13 +8,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SimLab, free_port, wait_health  # noqa: E402
 
 from spectui.commands.connect import build_session  # noqa: E402

@@ -3,7 +3,7 @@ the log pane at start; `p` shows them and hides them again; the gutter keeps the
 
 from __future__ import annotations
 
-from conftest import replay_app, settle
+from ui_kit import replay_app, settle
 
 from spectui.ui.widgets.log_lines import is_probe
 from spectui.ui.widgets.log_view import LogView

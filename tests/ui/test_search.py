@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from conftest import replay_app, settle
+from ui_kit import replay_app, settle
 
 from spectui.ui.widgets.log_view import LogView
 

@@ -17,9 +17,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)

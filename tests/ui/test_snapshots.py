@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import replay_app, settle
+from ui_kit import replay_app, settle
 
 from spectui.core.launch import parse_command
 from spectui.ui.session import read_recorded_log

@@ -8,13 +8,8 @@ import asyncio
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-sys.path.insert(0, str(Path(__file__).parent))
-
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 from test_liveness_sim import FAST, connect_args, wait_for  # noqa: E402
 

@@ -8,7 +8,7 @@ import gc
 import os
 from pathlib import Path
 
-from conftest import sim_lines, streaming
+from ui_kit import sim_lines, streaming
 
 from spectui.sources.local import LocalHost, SharedPoll
 from spectui.ui.controller import CockpitUpdate

@@ -5,16 +5,10 @@ errors), and the history holds one record per node under one group id. Pilot aga
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from ops_simlab import SIM_FAST_ENV, SimLab, alive, free_port, proc_argv, wait_health  # noqa: E402
 from test_tabs_sim import connect_args, wait_for
 from textual.widgets import DataTable, Input
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-
-from ops_simlab import SIM_FAST_ENV, SimLab, alive, free_port, proc_argv, wait_health  # noqa: E402
 
 from spectui.commands import connectmulti  # noqa: E402
 from spectui.commands.connect import build_session  # noqa: E402

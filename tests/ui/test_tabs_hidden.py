@@ -3,7 +3,7 @@ round, its diagnoses reach the summary strip; shown again, its pane has every li
 
 from __future__ import annotations
 
-from conftest import sim_lines, streaming
+from ui_kit import sim_lines, streaming
 
 from spectui.ui.multi.app import TabbedApp, TabSpec
 from spectui.ui.multi.background import TabLogView
