@@ -292,12 +292,17 @@ class LogTail:
         pieces = _split(complete)[-self.backfill_lines :] if self.backfill_lines else []
         first_offset = end - sum(len(p) for p in pieces)
         self.offset = first_offset
-        self.next_line = await self._count_lines(f, first_offset) + 1
-        self._partial = b""
+        header = None
         if self.launch_header and first_offset > 0 and not any(HEADER_MARK in p for p in pieces):
-            header = await self._launch_header(first_offset)
-            if header is not None:
-                yield TailLines((header[1],), header[0], first_offset, backfill=True, header=True)
+            # beside the line count (each one command on the host): over SSH no extra round trip
+            count, header = await asyncio.gather(self._count_lines(f, first_offset),
+                                                 self._launch_header(first_offset))
+        else:
+            count = await self._count_lines(f, first_offset)
+        self.next_line = count + 1
+        self._partial = b""
+        if header is not None:
+            yield TailLines((header[1],), header[0], first_offset, backfill=True, header=True)
         if pieces:
             yield self._emit(pieces, backfill=True)
         self._partial = tail[end - start :]
