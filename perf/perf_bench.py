@@ -18,7 +18,12 @@ run from there, never copied here.
 
 With `--port` no simulator is started: both clients load the server on 127.0.0.1:PORT (its tokenizer is
 not the word-level one, so bench_serving's retokenized ITL and spectui's token estimate may differ; the
-output tok/s, TTFT, TPOT and E2E figures do not depend on it).
+output tok/s, TTFT, TPOT and E2E figures do not depend on it). bench_serving's sglang-oai ITL divides each
+chunk's gap by the tokens its text retokenizes into, spectui's by the tokens the server says it carried;
+where the text does not round-trip (the real kit's dummy weights: ~1.2x the tokens) the two differ by that
+much, by definition: `--peer-backend sglang` (bench_serving on /generate, where its ITL uses the server's
+counts too) compares like with like. Besides best-of-N, the paired median ratio over the interleaved runs
+is printed: steadier when the machine's load moves between runs.
 """
 
 from __future__ import annotations
@@ -109,10 +114,10 @@ def children_cpu() -> float:
 
 
 def run_peer(py: Path, peer: Path, port: int, data: Path, tok: Path, n: int, conc: int, mt: int,
-             work: Path) -> dict:
+             work: Path, backend: str = "sglang-oai") -> dict:
     out = work / f"peer-{time.monotonic_ns()}.jsonl"
     cpu0 = children_cpu()
-    subprocess.run([str(py), "-m", "sglang.benchmark.serving", "--backend", "sglang-oai", "--host", "127.0.0.1",
+    subprocess.run([str(py), "-m", "sglang.benchmark.serving", "--backend", backend, "--host", "127.0.0.1",
                     "--port", str(port), "--dataset-name", "custom", "--dataset-path", str(data / "custom.jsonl"),
                     "--num-prompts", str(n), "--sharegpt-output-len", str(mt), "--max-concurrency", str(conc),
                     "--tokenizer", str(tok), "--disable-tqdm", "--warmup-requests", "1", "--output-file", str(out)],
@@ -152,6 +157,10 @@ def main() -> None:
     ap.add_argument("--port", type=int, help="load this running server instead of starting the simulator")
     ap.add_argument("--tokenizer", type=Path, help="bench_serving's --tokenizer (default: a word-level one, "
                                                    "exact for the simulator; give the real model's folder)")
+    ap.add_argument("--peer-backend", choices=("sglang-oai", "sglang"), default="sglang-oai",
+                    help="bench_serving's backend: sglang-oai (/v1/completions, as spectui; its ITL retokenizes "
+                         "each chunk's text) or sglang (/generate; its ITL splits gaps over the server's token "
+                         "counts, spectui's definition)")
     a = ap.parse_args()
     py = peer_venv(a.venv)
     work = Path(tempfile.mkdtemp(prefix="perf-bench-"))
@@ -183,13 +192,21 @@ def main() -> None:
                 if sim is not None:
                     wait_health(port, sim)
                 best: dict[str, dict] = {}
+                runs: dict[str, list[dict]] = {}
                 for _ in range(a.repeats):
                     for name in ("bench_serving", *clients):
                         if name == "bench_serving":
-                            r = run_peer(py, a.peer, port, data, tok, a.requests, conc, a.max_tokens, work)
+                            r = run_peer(py, a.peer, port, data, tok, a.requests, conc, a.max_tokens, work,
+                                         a.peer_backend)
                         else:
                             r = run_spectui(clients[name], port, data, a.requests, conc, a.max_tokens)
                         key = "output_throughput" if name == "bench_serving" else "output_tokens_per_s"
+                        peer = name == "bench_serving"
+                        print(f"  run {name}: {pick(r, key) or 0:.1f} tok/s, TTFT p50 "
+                              f"{pick(r, FIGURES[2][1] if peer else FIGURES[2][2]) or 0:.2f} ms, ITL p50 "
+                              f"{pick(r, FIGURES[4][1] if peer else FIGURES[4][2]) or 0:.2f} ms, load "
+                              f"{os.getloadavg()[0]:.2f}", flush=True)
+                        runs.setdefault(name, []).append(r)
                         if name not in best or (pick(r, key) or 0) > (pick(best[name], key) or 0):
                             best[name] = r
             finally:
@@ -197,8 +214,32 @@ def main() -> None:
                     sim.terminate()
                     sim.wait(10)
             report(label, scale, conc, a, best)
+            paired(runs, a.peer_backend)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def paired(runs: dict[str, list[dict]], backend: str) -> None:
+    """The median over the interleaved pairs (run i of each client) of spectui / bench_serving: steadier than
+    best-of-N when the machine's load moves between runs. And how many output tokens bench_serving's
+    retokenization counts against the server's own (its per-token ITL divides each chunk's gap by that count)."""
+    import statistics
+
+    peer = runs.get("bench_serving") or []
+    for name, ours in runs.items():
+        if name == "bench_serving":
+            continue
+        cells = []
+        for title, peer_key, our_key in FIGURES[:6]:
+            ratios = [v / pv for o, p in zip(ours, peer, strict=False)
+                      if (v := pick(o, our_key)) is not None and (pv := pick(p, peer_key))]
+            cells.append(f"{title} {statistics.median(ratios):.3f}" if ratios else f"{title} -")
+        print(f"paired median {name} / peer over {min(len(ours), len(peer))} pairs: " + ", ".join(cells))
+    retok = [(p.get("total_output_tokens_retokenized"), p.get("total_output_tokens")) for p in peer]
+    if backend == "sglang-oai" and retok and all(isinstance(r, int) and isinstance(t, int) and t for r, t in retok):
+        r, t = retok[-1]
+        print(f"bench_serving retokenized the answers into {r} tokens, the server counted {t} ({r / t:.3f}): "
+              "its per-token ITL splits each chunk's gap over the retokenized count, spectui's over the server's")
 
 
 def report(label: str, scale: float, conc: int, a: argparse.Namespace, best: dict[str, dict]) -> None:
