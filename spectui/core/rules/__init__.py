@@ -14,8 +14,18 @@ from spectui.core.rules.engine import (
     default_rule_dirs,  # noqa: E402
     load_rules,
 )
-from spectui.core.rules.examples import parse_launch, run_all, run_example  # noqa: E402
 from spectui.core.rules.match import BaselineTps, DecodeWindow, baseline_ratio, spec_math  # noqa: E402
+
+_EXAMPLES = ("parse_launch", "run_all", "run_example")  # spectui.core.launch: imported on first use (not by check)
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXAMPLES:
+        from spectui.core.rules import examples
+
+        return getattr(examples, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BaselineTps",
