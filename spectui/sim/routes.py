@@ -187,8 +187,12 @@ class Routes:
                              usage: bool, body: dict) -> AsyncIterator[bytes]:
         obj = "chat.completion.chunk" if chat else "text_completion"
         first = True
+        # SGLang honours stream_options.continuous_usage_stats: the usage so far on every chunk
+        continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
+        sent = 0
         while True:
             chunk = await r.chunks.get()
+            sent += len(chunk or [])
             text = "".join(chunk or [])
             finish = "length" if chunk is None else None
             if chat:
@@ -199,8 +203,10 @@ class Routes:
             else:
                 choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
             first = False
+            so_far = {"prompt_tokens": r.prompt_tokens, "completion_tokens": sent,
+                      "total_tokens": r.prompt_tokens + sent} if continuous else None
             yield sse_event({"id": rid, "object": obj, "created": created, "model": self.s.model_name,
-                             "choices": [choice], "usage": None})
+                             "choices": [choice], "usage": so_far})
             if chunk is None:
                 break
         if (ext := self._sglext(body, r)) is not None:  # its own chunk, choices [] (before usage)

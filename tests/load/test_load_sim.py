@@ -117,3 +117,14 @@ async def test_plain_http_server_is_not_an_openai_server(tmp_path) -> None:
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+async def test_the_simulator_reports_the_tokens_of_every_chunk(sim_url: str) -> None:
+    """As SGLang with stream_options.continuous_usage_stats: the usage so far on every chunk, so ITL splits each
+    verify round's gap over the tokens it really carried (not an estimate)."""
+    res = await run_bench(BenchConfig(sim_url, requests=4, concurrency=2, warmup=0, max_tokens=24), load_prompts("chat"))
+    assert res.to_json()["itl_tokens_source"] == "server"
+    for r in res.records:
+        counts, source = r.token_counts()
+        assert source == "server" and sum(counts) == r.output_tokens == 24 and counts[0] == 1
+    assert max(max(r.token_counts()[0]) for r in res.records) > 1  # EAGLE3: a chunk carries a verify round
