@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import signal
 import statistics
@@ -225,7 +226,7 @@ async def screen_worker(url: str, n: int) -> dict[str, float]:
     await asyncio.to_thread(client.close)  # its own loop: not from inside this one
     for k, v in list(result.items()):
         if isinstance(v, list):
-            result[k] = {"p50": statistics.median(v), "p95": sorted(v)[max(0, int(len(v) * 0.95) - 1)],
+            result[k] = {"p50": statistics.median(v), "p95": sorted(v)[max(0, math.ceil(len(v) * 0.95) - 1)],
                          "max": max(v), "n": len(v)}  # type: ignore[assignment]
     result["collect_s"] = statistics.median(collect_times)
     result["apply_first_s"] = apply_times[0]

@@ -103,8 +103,10 @@ def collect(client: PrometheusClient, selector: str | None = None, *, baselines:
     if sel:
         wanted_jobs = None
     else:
-        recent = client.query(f"count by (job) (last_over_time({_metric('num_running_reqs')}[{DISCOVERY_LOOKBACK}]))")
-        wanted_jobs = {s.labels.get("job", "") for s in recent} | {k[0] for k in by_instance}
+        known = {k[0] for k in by_instance}
+        recent = client.query(f"count by (job) (last_over_time({_metric('num_running_reqs', _not_jobs(known))}"
+                              f"[{DISCOVERY_LOOKBACK}]))")
+        wanted_jobs = {s.labels.get("job", "") for s in recent} | known
     for s in up:
         key = (s.labels.get("job", ""), s.labels.get("instance", ""))
         if wanted_jobs is not None and key[0] not in wanted_jobs:
@@ -129,6 +131,15 @@ def collect(client: PrometheusClient, selector: str | None = None, *, baselines:
     entries.sort(key=lambda e: rank_key(e.metrics, e.diagnoses))
     return FleetSnapshot(prometheus=client.url, selector=sel, entries=entries, taken_at=time.time(),
                          window=window)
+
+
+def _not_jobs(jobs: set[str]) -> str:
+    """A matcher leaving out the jobs already known to be SGLang's: the hour-long look-back then reads only
+    the series of the other jobs (at 10,000 instances, reading all of them was the slowest query)."""
+    if not jobs or len(jobs) > 64:
+        return ""
+    regex = "|".join(re.escape(j) for j in sorted(jobs))
+    return 'job!~"' + regex.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _nothing_matched(client: PrometheusClient, sel: str, selector: str | None, up: list[Sample],

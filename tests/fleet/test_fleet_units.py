@@ -176,3 +176,22 @@ def test_openmetrics_names_and_ngram_ceiling() -> None:
     rec = fold(InstanceMetrics(job="sglang", instance="127.0.0.1:30000"), samples)
     assert rec.accept_len == 3.8 and rec.running == 1 and rec.steps == 0 and rec.draft_tokens == 4
     assert rec.ceiling == 4 and rec.speculative
+
+
+def test_json_depth_limit_is_exact_and_a_wide_answer_passes() -> None:
+    """core.limits.load_json (every Prometheus answer goes through it): nested deeper than MAX_JSON_DEPTH is
+    refused, exactly at the limit is read; a wide, shallow answer (a fleet's series) is read whole."""
+    from spectui.core import limits
+
+    depth = limits.MAX_JSON_DEPTH
+    assert limits.load_json("[" * depth + "]" * depth) is not None
+    with pytest.raises(limits.JsonTooDeepError):
+        limits.load_json("[" * (depth + 1) + "]" * (depth + 1))
+    nested = "1"
+    for i in range(depth + 1):
+        nested = f'{{"k{i}": [{nested}]}}' if i % 2 else f'{{"k{i}": {nested}}}'
+    with pytest.raises(limits.JsonTooDeepError):
+        limits.load_json(nested)
+    wide = {"status": "success", "data": {"result": [{"metric": {"instance": f"h:{i}"}, "value": [1, "2"]}
+                                                     for i in range(5000)]}}
+    assert limits.load_json(json.dumps(wide)) == wide

@@ -9,6 +9,7 @@ maps the instance to. `esc` / `q` goes back to the tabs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,16 +31,24 @@ RIGHT = frozenset({3, 4, 5, 6, 7, 8})  # numbers
 NUMBER_WIDTH = 8  # "1234567" tok/s, "0.95×"
 
 
-def _none_last(x: float | None) -> tuple[bool, float]:
-    return (x is None, x or 0.0)
+def _accept_len(e: Any) -> float:
+    x = e.metrics.accept_len
+    return math.inf if x is None else x
 
 
-# (name, sort key or None for the snapshot's own worst-first order); `o` cycles through them
+def _tps(e: Any) -> float:
+    x = e.metrics.gen_tokens_per_s
+    return math.inf if x is None else x
+
+
+# (name, sort key or None for the snapshot's own worst-first order); `o` cycles through them. The keys
+# return values the entries already hold (no tuple a row): sorting 10,000 allocates nothing for the
+# collector to walk. Unknown values sort last; ties keep the worst-first order (the sort is stable).
 ORDERS: tuple[tuple[str, Callable[[Any], Any] | None], ...] = (
     ("worst first", None),
-    ("accept len, lowest first", lambda e: _none_last(e.metrics.accept_len)),
-    ("tok/s, lowest first", lambda e: _none_last(e.metrics.gen_tokens_per_s)),
-    ("instance", lambda e: (e.metrics.instance, e.metrics.job)),
+    ("accept len, lowest first", _accept_len),
+    ("tok/s, lowest first", _tps),
+    ("instance", lambda e: e.metrics.instance),
 )
 
 
@@ -207,6 +216,7 @@ class FleetScreen(Screen[None]):
         self.error: str | None = None
         self.refreshes = 0
         self.order = 0  # index into ORDERS
+        self._errors = 0  # instances of the snapshot with an error-severity diagnosis
         self.entries: list[Any] = []  # the snapshot's entries in the shown order
 
     def compose(self) -> ComposeResult:
@@ -257,6 +267,7 @@ class FleetScreen(Screen[None]):
 
     def show(self, snap: Any) -> None:
         self.snapshot = snap
+        self._errors = sum(1 for e in snap.entries if e.worst == "error")
         self._fill(snap.entries)
         self._status()
 
@@ -294,7 +305,7 @@ class FleetScreen(Screen[None]):
         t.append(f" {self.source.url}")
         if self.snapshot is not None:
             n = len(self.snapshot.entries)
-            bad = sum(1 for e in self.snapshot.entries if e.worst == "error")
+            bad = self._errors
             t.append(f" · {n:,} instance{'s' if n != 1 else ''}, {bad:,} with errors · {ORDERS[self.order][0]}")
         if self.error:
             t.append(f" · {self.error}", "bold red")
