@@ -116,3 +116,39 @@ def test_bulk_with_crlf_and_many_dp_ranks() -> None:
     fast_pipe, fast_recs = run(data, bulk=True, chunk=1 << 18)
     assert summary(fast_pipe, fast_recs) == slow
     assert slow["counts"]["decode"] == 6000
+
+
+def _restyle(data: bytes, every: int) -> bytes:
+    """Every `every`-th line in the forms the long (FAST) marks miss: SGLang's older "Decode batch." /
+    "Prefill batch." and an HTTP/1.0 access line (the plain marks still find them)."""
+    lines = data.split(b"\n")
+    for i in range(0, len(lines), every):
+        lines[i] = (lines[i].replace(b"Decode batch,", b"Decode batch.").replace(b"Prefill batch,", b"Prefill batch.")
+                    .replace(b'HTTP/1.1" 200 OK', b'HTTP/1.0" 200 OK'))
+    return b"\n".join(lines)
+
+
+def _merged(segs: list) -> list:
+    """Segments with neighbouring ordinary ones joined: which lines are counted and which are read."""
+    out: list = []
+    for seg in segs:
+        if out and seg[0] and out[-1][0] and out[-1][2] == seg[1]:
+            last = out[-1]
+            out[-1] = (True, last[1], seg[2], last[3] + seg[3], last[4] + seg[4], last[5] + seg[5])
+        else:
+            out.append(seg)
+    return out
+
+
+@pytest.mark.parametrize("every", [1, 3, 997])
+def test_long_marks_count_what_the_plain_marks_count(every: int) -> None:
+    from spectui.core.log import bulk
+
+    data = _restyle(make_log(21, 20_000), every)
+    begin, end = 0, data.rindex(b"\n") + 1
+    plain: list = []
+    bulk._segments(data, begin, end, bulk.BLOCK, plain, bulk.BASE_MARKS, None)
+    assert _merged(bulk.segments(data, begin, end)) == _merged(plain)  # same lines counted, same lines read
+    assert sum(s[4] for s in plain) > 10_000  # the data was mostly counted, not read line by line
+    slow = summary(*run(data, bulk=False, chunk=1 << 20))
+    assert summary(*run(data, bulk=True, chunk=1 << 18)) == slow
