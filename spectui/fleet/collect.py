@@ -13,6 +13,7 @@ federation, a sidecar in the same job); a down target is listed (it exports noth
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from collections.abc import Mapping
@@ -88,7 +89,21 @@ def _metric(name: str, sel: str = "") -> str:
 
 def collect(client: PrometheusClient, selector: str | None = None, *, baselines: Baselines | None = None,
             window: str = "1m") -> FleetSnapshot:
-    """Ask Prometheus about every SGLang target the selector matches; raise FleetInputError when none does."""
+    """Ask Prometheus about every SGLang target the selector matches; raise FleetInputError when none does.
+    The cyclic garbage collector is off meanwhile: a fleet's answer is ~10 small objects a series (90,000
+    series at 10,000 instances), none in a cycle, and the collections walking them were a third of the
+    CPU; the caller's setting is restored at the end."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _collect(client, selector, baselines=baselines, window=window)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _collect(client: PrometheusClient, selector: str | None, *, baselines: Baselines | None,
+             window: str) -> FleetSnapshot:
     sel = normalize_selector(selector)
     window = check_window(window)
     baselines = baselines or Baselines()
