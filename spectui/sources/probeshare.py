@@ -198,7 +198,7 @@ async def process_states(host: Host, pids: list[int]) -> dict[int, str | None]:
     led by the pid; a pid without a line is gone). A host hiccup raises (it says nothing of the pids)."""
     from spectui.sources.local import LocalHost
 
-    if isinstance(host, LocalHost) or len(pids) == 1:
+    if isinstance(host, LocalHost):
         return {pid: await process_state(host, pid) for pid in pids}
     res = await host.run(["cat", *(f"/proc/{pid}/stat" for pid in pids)], timeout=10)
     lines: dict[int, str] = {}
