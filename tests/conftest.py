@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sshd_harness import Sshd, sshd_available, start_sshd  # noqa: E402
@@ -38,6 +39,32 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+# The fast tier (`pytest -m "not slow"`): a test is `slow` when it starts real processes or drives the whole
+# cockpit — it takes a fixture that starts one (sshd, the fleet's Prometheus and simulators, the simulator
+# lab, the real server), or its module's source uses what does (the simulator, a demo, sshd, the real
+# server, a stub SGLang, Chromium, any subprocess, `python -m spectui …` included; Textual's `run_test`).
+# Marked here, by what a test uses, not by hand.
+SLOW_FIXTURES = frozenset({"sshd", "ssh_args", "fleet", "sim_url", "lab", "sim_factory", "kit_server", "real_state"})
+SLOW_SOURCE = ("subprocess", "SimLab", "Sshd", "start_sshd", "start_real", "RealServer", "run_sim", "start_sim",
+               "start_bed", "DemoRun", "started(", "stub_server", "fake_sglang", "playwright", "run_test(",
+               "create_subprocess")
+_slow_modules: dict[Path, bool] = {}
+
+
+def is_slow(item: pytest.Item) -> bool:
+    path = Path(str(item.path))
+    if path not in _slow_modules:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.suffix == ".py" else ""
+        _slow_modules[path] = path.parent.name == "real" or any(t in text for t in SLOW_SOURCE)
+    return _slow_modules[path] or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)
