@@ -15,7 +15,7 @@ Instances (deterministic from their index i): `10.H1.H2.H3:300PP`, eight servers
 0.5.6 / 0.5.16 / 0.5.23 (0.5.16+ spelled `sglang_NAME`, older `sglang:NAME`: both spellings a real scrape
 stores); 70 % one DP rank, 20 % two, 10 % four (`dp_rank` label); four models; EAGLE3 (3 steps, 4 draft
 tokens), NGRAM (0 steps, 4 draft tokens) or no speculation; a few with low acceptance or a queue that does
-not drain. Per DP rank the scheduler gauges REFERENCE §4.3 lists (and the simulator's promtext.py writes);
+not drain. Per DP rank the scheduler gauges docs/REFERENCE.md §4.3 lists (and the simulator's promtext.py writes);
 per instance the tokenizer counters and a time-to-first-token histogram. Values move every 5 s.
 """
 

@@ -47,7 +47,7 @@ _SUBSTRING = re.compile(r"SECRET|PASSW(?:OR)?D|CREDENTIAL|APIKEY|TOKEN(?!IZ|S\b|
 # Names whose last word says secret but which SGLang uses for something else.
 _NOT_SECRET_NAMES = frozenset({"BUCKET_TIME_TO_FIRST_TOKEN", "PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY"})
 _NOT_SECRET_VALUES = frozenset({"", "none", "null", "nil", "true", "false", MASK, "<redacted>", "redacted"})
-# SGLang's own secret flags, whatever the rule above says (REFERENCE: --api-key, --admin-api-key, …).
+# SGLang's own secret flags, whatever the rule above says (docs/REFERENCE.md: --api-key, --admin-api-key, …).
 SGLANG_SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password", "--hf-token"})
 
 

@@ -1,10 +1,10 @@
-"""SGLang's Prometheus metrics (REFERENCE §4.3) folded into one record per scrape target.
+"""SGLang's Prometheus metrics (docs/REFERENCE.md §4.3) folded into one record per scrape target.
 
 A target (job, instance) exposes one series per stats-logging scheduler: TP0 of each DP rank, or every
 scheduler with `--enable-metrics-for-all-schedulers`. Series that differ only in tp/pp/ep rank describe
 the same batch, so they are averaged; distinct DP ranks (and models, engine types) are separate work, so
 throughput and running/queued requests are summed over them and accept length / rate are averaged
-weighted by each rank's throughput (REFERENCE §7 parsing notes), plainly when no rank has throughput.
+weighted by each rank's throughput (docs/REFERENCE.md §7 parsing notes), plainly when no rank has throughput.
 
 Names by release: `gen_throughput`, `num_running_reqs`, `num_queue_reqs`, `spec_accept_length` in every
 release; `spec_accept_rate` from 0.5.4 (its formula changes, §3.2); `spec_num_steps` and

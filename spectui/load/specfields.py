@@ -1,6 +1,6 @@
 """Per-request speculative-decoding fields an SGLang response may carry, under every release's names.
 
-Where they come from (REFERENCE §4.4): `meta_info` (native /generate, and `choices[i].meta_info` on some
+Where they come from (docs/REFERENCE.md §4.4): `meta_info` (native /generate, and `choices[i].meta_info` on some
 OpenAI builds) and, on the OpenAI endpoints of recent releases, `sglext.spec_tokens_details` (asked for with
 `"return_spec_tokens_details": true`; streamed as its own chunk with `choices: []`).
 
@@ -9,7 +9,7 @@ Names by release:
   0.5.4 – 0.5.5    + spec_accept_rate, spec_accept_length
   0.5.6 – 0.5.10   + spec_accept_token_num, spec_draft_token_num (0.5.10: + spec_accept_histogram)
   0.5.11           spec_accepted_drafts, spec_proposed_drafts (names seen in public client code that reads
-                   all three generations; not in REFERENCE, which skips 0.5.11)
+                   all three generations; not in docs/REFERENCE.md, which skips 0.5.11)
   ≥0.5.12          spec_num_correct_drafts, spec_num_proposed_drafts, spec_correct_drafts_histogram
 Every raw `spec_*` key is kept as received. The normalised view is None for anything not received: a
 missing name never turns into 0 or 1.0. One exception, documented: SGLang's `SpecTokensDetails` fills

@@ -1,6 +1,6 @@
-"""SGLang's log line formats by release (REFERENCE §3): prefixes, Decode/Prefill templates, milestones.
+"""SGLang's log line formats by release (docs/REFERENCE.md §3): prefixes, Decode/Prefill templates, milestones.
 
-Every method returns one line without its newline. Version boundaries follow REFERENCE §3; where it
+Every method returns one line without its newline. Version boundaries follow docs/REFERENCE.md §3; where it
 only knows the 0.5.6 and the 0.5.23 shape of a milestone (weights, KV, graph capture), releases up to
 0.5.18 get the 0.5.6 shape and 0.5.20+ the 0.5.23 shape, the same boundary as the `server_args=` line.
 """
@@ -66,7 +66,7 @@ class LogFormat:
 
     # -- periodic lines -----------------------------------------------------------------------------
     def accept_rate(self, accept_len: float, steps: int | None, draft_tokens: int | None) -> float:
-        """SGLang's own `accept rate` for this release (REFERENCE §3.2: three formulas)."""
+        """SGLang's own `accept rate` for this release (docs/REFERENCE.md §3.2: three formulas)."""
         if self.v >= (0, 5, 12):
             return (accept_len - 1) / max(1, (draft_tokens or 2) - 1)
         if self.v >= (0, 5, 6):

@@ -5,12 +5,12 @@ sources, what is and is not modelled); this module implements exactly that and n
 
 Acceptance. The draft's conditional acceptance decays with draft position, alpha_i = a1 r^(i-1) (clipped
 to [0, 1]). SGLang keeps the `num_draft_tokens - 1` best draft nodes by the draft's cumulative score
-(EAGLE-2; SPECDEC §1.6) and verifies them as one tree; a chain (topk 1, draft tokens = steps + 1) is the
+(EAGLE-2; docs/SPECDEC.md §1.6) and verifies them as one tree; a chain (topk 1, draft tokens = steps + 1) is the
 tree with one child per node. The target samples one token per level, so the round walks down the tree:
 at depth i the draft's j-th ranked child is the accepted one with probability c(i, 1) = alpha_i and
 c(i, j) = gamma * alpha_i (1 - alpha_i)^(j-1) for j >= 2 (a sibling covers the target mass the top-1 missed,
 at efficiency gamma); the walk stops at the first level whose accepted token is not in the tree.
-E[L] = 1 + sum over tree nodes of the product of c along the node's path (SPECDEC §0, tree formula).
+E[L] = 1 + sum over tree nodes of the product of c along the node's path (docs/SPECDEC.md §0, tree formula).
 
 Time, in T1 = one plain decode step at batch 1 = 1 / baseline_tps, for B running requests:
     plain(B)  = 1 + BATCH_COST (B - 1)

@@ -1,4 +1,4 @@
-"""The simulator's `/metrics`: SGLang's metric names and labels (REFERENCE §4.3) in Prometheus text format.
+"""The simulator's `/metrics`: SGLang's metric names and labels (docs/REFERENCE.md §4.3) in Prometheus text format.
 
 prometheus_client writes the exposition so the escaping and the counter `_total` suffixes are exact.
 """

@@ -1,11 +1,11 @@
-"""The traceback SGLang prints when argument resolution raises, shaped per release (REFERENCE §2.2)."""
+"""The traceback SGLang prints when argument resolution raises, shaped per release (docs/REFERENCE.md §2.2)."""
 
 from __future__ import annotations
 
 from spectui.sim.faults import SITE
 from spectui.sim.logfmt import vtuple
 
-# (major, minor, patch), function -> line of the raising statement, where REFERENCE §2.2 names it.
+# (major, minor, patch), function -> line of the raising statement, where docs/REFERENCE.md §2.2 names it.
 _KNOWN_LINES: dict[tuple[tuple[int, int, int], str, str], int] = {
     ((0, 4, 10), "__post_init__", "AssertionError"): 523,
     ((0, 5, 2), "__post_init__", "AssertionError"): 757,

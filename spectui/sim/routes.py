@@ -1,4 +1,4 @@
-"""SGLang's HTTP endpoints for the simulator (REFERENCE §4): health, server info, metrics, OpenAI, /generate."""
+"""SGLang's HTTP endpoints for the simulator (docs/REFERENCE.md §4): health, server info, metrics, OpenAI, /generate."""
 
 from __future__ import annotations
 

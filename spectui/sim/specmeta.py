@@ -3,7 +3,7 @@
 Read from the released wheels (tokenizer_manager._calculate_spec_decoding_metrics, entrypoints/openai,
 scheduler get_internal_state); docs/SIMULATOR.md "Endpoints" has the table:
 
-  meta_info (native /generate), only once the request has finished (0.5.10+ read; REFERENCE §4.4 below):
+  meta_info (native /generate), only once the request has finished (0.5.10+ read; docs/REFERENCE.md §4.4 below):
     ≤0.5.3          spec_verify_ct (on every meta_info)
     0.5.4 – 0.5.5   + spec_accept_rate, spec_accept_length
     0.5.6 – 0.5.9   + spec_accept_token_num, spec_draft_token_num

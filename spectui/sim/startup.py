@@ -1,4 +1,4 @@
-"""Start-up milestones in SGLang's order (REFERENCE §3.4), with plausible sizes and scaled timing.
+"""Start-up milestones in SGLang's order (docs/REFERENCE.md §3.4), with plausible sizes and scaled timing.
 
 Order, as a real EAGLE launch logs it: torch distributed init, target weights, target KV pool, target
 graph capture, draft weights (`type=LlamaForCausalLMEagle3`), draft KV pool, draft graph captures, then
@@ -20,7 +20,7 @@ GPU_GB = 80.0
 
 
 def graph_batch_sizes(spec: bool, cap: int) -> list[int]:
-    """CUDA-graph batch sizes SGLang captures (REFERENCE §2.5), cut at `cap`."""
+    """CUDA-graph batch sizes SGLang captures (docs/REFERENCE.md §2.5), cut at `cap`."""
     if spec:
         ladder = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8)]
     else:

@@ -2,7 +2,7 @@
 
 A server is a main process started as `python -m sglang.launch_server`, `sglang serve`, or the simulator
 `python -m spectui.sim` (discoverable the same way, so the demo and tests exercise this path). Children
-SGLang renames `sglang::scheduler…`, `sglang::detokenizer` (REFERENCE §6) and any process whose parent is
+SGLang renames `sglang::scheduler…`, `sglang::detokenizer` (docs/REFERENCE.md §6) and any process whose parent is
 itself a server are not separate servers; the `docker run` client is not the server (the containerised
 process is, when /proc shows it).
 """

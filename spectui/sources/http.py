@@ -2,7 +2,7 @@
 
 The port is reached through `host.forward_port` (an SSH local forward for a remote host), so it need not
 be exposed. `/get_server_info` is used only when `/server_info` answers 404 (releases before 0.5.6):
-polling the deprecated endpoint makes newer servers log a warning on every call (REFERENCE §4.1).
+polling the deprecated endpoint makes newer servers log a warning on every call (docs/REFERENCE.md §4.1).
 `/metrics` is parsed with prometheus_client's own text parser.
 """
 

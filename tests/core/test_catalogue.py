@@ -1,7 +1,7 @@
 """Flag catalogues: versions, argparse-exact parsing and messages, did-you-mean, --help import.
 
 Expected argparse messages are the ones real SGLang printed (tests/data/resolution/*.jsonl, and
-REFERENCE §1.4 for runs not in those files); they are not produced by the code under test.
+docs/REFERENCE.md §1.4 for runs not in those files); they are not produced by the code under test.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_messages_real_sglang_printed() -> None:
     assert _fail("0.5.2", ["--speculative-algorithm", "NGRAM"]) == (
         "argument --speculative-algorithm: invalid choice: 'NGRAM' (choose from 'EAGLE', 'EAGLE3', 'NEXTN', "
         "'STANDALONE')")
-    # REFERENCE §1.4 (run on 0.5.6 / 0.5.23)
+    # docs/REFERENCE.md §1.4 (run on 0.5.6 / 0.5.23)
     assert _fail("0.5.6.post2", ["--speculative-algorithm", "eagle3"]) == (
         "argument --speculative-algorithm: invalid choice: 'eagle3' (choose from 'EAGLE', 'EAGLE3', 'NEXTN', "
         "'STANDALONE', 'NGRAM')")

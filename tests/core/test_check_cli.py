@@ -148,7 +148,7 @@ def test_bad_bytes_empty_file_and_truncated_last_line(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["records"]["decode"] == 2
 
 
-# Lines constructed from SGLang 0.5.6's formats (REFERENCE §2.2 topk-1 warning, §3.2 decode line), as in
+# Lines constructed from SGLang 0.5.6's formats (docs/REFERENCE.md §2.2 topk-1 warning, §3.2 decode line), as in
 # the seed incident 000: topk 1 and 16 draft tokens without --speculative-num-steps.
 SEED_LOG = (
     "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1\n"

@@ -3,7 +3,7 @@
 Shapes: a whole paste indented; a cloud sink's own prefix in front of SGLang's (CRI node logs
 `<RFC3339> stderr F `, `kubectl logs --prefix` `[pod/NAME/CONTAINER] `, journald `Mon DD hh:mm:ss host
 prog[pid]: `); a decode line pasted without its `Decode batch` start. The SGLang lines themselves follow
-REFERENCE §3.2/§3.5 (0.5.6 formats).
+docs/REFERENCE.md §3.2/§3.5 (0.5.6 formats).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LogParser on lines built from REFERENCE.md §3 templates for each SGLang release, tracebacks and bad input."""
+"""LogParser on lines built from docs/REFERENCE.md §3 templates for each SGLang release, tracebacks and bad input."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """resolve() on launch commands real users posted (tests/data/corpus headers), and what they taught it.
 
 Expected values come from the real SGLang output in the corpus files (source URL beside each), from
-/work/shared/sglang/REFERENCE.md §1.4/§2.4, or from SGLang's source as cited, not from the code under test.
+/work/docs/REFERENCE.md §1.4/§2.4, or from SGLang's source as cited, not from the code under test.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_dsv4_hook_rejects_nextn_before_it_becomes_eagle() -> None:
         "AssertionError", "Only EAGLE and DSPARK speculative algorithms are supported for DeepseekV4ForCausalLM",
         "apply_deepseek_v4_defaults")
     assert "--speculative-algorithm EAGLE" in res.error.explanation
-    # REFERENCE §2.4: DeepSeek-V4 sets 256 (with this warning) before the 48 rule could fire.
+    # docs/REFERENCE.md §2.4: DeepSeek-V4 sets 256 (with this warning) before the 48 rule could fire.
     assert res.warnings == ["Setting max_running_requests to 256 for DeepseekV4ForCausalLM."]
 
 
@@ -48,7 +48,7 @@ def test_dsv4_eagle_needs_an_explicit_topk_1() -> None:
 
 
 def test_launch_server_takes_no_positional_model_path() -> None:
-    # REFERENCE §1.4 and sglang python/sglang/cli/serve.py `_normalize_positional_model_path`: only
+    # docs/REFERENCE.md §1.4 and sglang python/sglang/cli/serve.py `_normalize_positional_model_path`: only
     # `sglang serve <model>` (0.5.18+) moves a leading bare word into --model-path; launch_server.py passes
     # argv straight to prepare_server_args. Corpus 008 (source: https://github.com/sgl-project/sglang/pull/21723)
     # has a launch_server command with a redacted `**` where the model path was.
@@ -74,7 +74,7 @@ def test_versions_as_sglang_reports_them(text: str, want: tuple[int, int, int, i
 
 
 def test_missing_draft_path_is_said() -> None:
-    # REFERENCE §6: "MTP models (DeepSeek V3/R1, GLM-4.x MoE, ...): no draft path needed" — for any other
+    # docs/REFERENCE.md §6: "MTP models (DeepSeek V3/R1, GLM-4.x MoE, ...): no draft path needed" — for any other
     # target SGLang has nothing to load as the draft.
     mtp = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--speculative-algorithm", "NEXTN",
            "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]

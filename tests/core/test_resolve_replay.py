@@ -90,7 +90,7 @@ def test_replay_covers_every_outcome_kind() -> None:
 
 
 def test_0523_resolved_values_differ_from_server_args_fields() -> None:
-    # REFERENCE §2.1 (run on 0.5.23): topk 1, steps 3, draft 8 resolves to draft tokens 4, while the
+    # docs/REFERENCE.md §2.1 (run on 0.5.23): topk 1, steps 3, draft 8 resolves to draft tokens 4, while the
     # ServerArgs field stays 8 (as in the records).
     res = resolve(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
                    "d", "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",

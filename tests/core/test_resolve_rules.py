@@ -1,6 +1,6 @@
 """resolve() beyond the recorded CPU runs: the seed incident, GPU-only branches, versions in between.
 
-Expected values come from /work/shared/sglang/REFERENCE.md §2 (SGLang source read per release, some
+Expected values come from /work/docs/REFERENCE.md §2 (SGLang source read per release, some
 "run" on CPU) and the seed write-up, not from the code under test.
 """
 
@@ -94,7 +94,7 @@ def test_standalone_auto_is_chain() -> None:
 
 
 def test_ngram_on_gpu_overrides_topk() -> None:
-    # REFERENCE §2.4 NGRAM: topk := max_bfs_breadth (10), draft tokens := 12 when unset.
+    # docs/REFERENCE.md §2.4 NGRAM: topk := max_bfs_breadth (10), draft tokens := 12 when unset.
     res = resolve(["--model-path", "m", "--speculative-algorithm", "NGRAM", "--speculative-eagle-topk", "1"],
                   "0.5.6.post2", model_arch=LLAMA)
     assert res.outcome == "ok" and res.effective is not None
@@ -205,7 +205,7 @@ def test_sglang_serve_positional_model_from_0518() -> None:
 
 
 def test_sglang_serve_needs_literal_model_path_before_0511() -> None:
-    # REFERENCE §1.4: 0.5.5-0.5.10 `sglang serve` raises this before argparse when --model-path is absent.
+    # docs/REFERENCE.md §1.4: 0.5.5-0.5.10 `sglang serve` raises this before argparse when --model-path is absent.
     res = resolve(["--model", "/m", "--tp", "2"], "0.5.10", entry="sglang")
     assert res.error is not None and (res.error.type, res.error.message) == (
         "Exception", "Error: --model-path is required. Please provide the path to the model.")

@@ -1,4 +1,4 @@
-"""Accept-length math against the tables in SPECDEC.md (values computed there from the formulas)."""
+"""Accept-length math against the tables in docs/SPECDEC.md (values computed there from the formulas)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from spectui.core.specdec import theory as specmath
 
 @pytest.mark.parametrize(
     ("alpha", "k", "expected"),
-    # SPECDEC §1.2 table (rows alpha, columns k).
+    # docs/SPECDEC.md §1.2 table (rows alpha, columns k).
     [(0.5, 1, 1.50), (0.6, 3, 2.18), (0.7, 5, 2.94), (0.8, 4, 3.36), (0.85, 8, 5.12), (0.9, 7, 5.70)],
 )
 def test_expected_accept_len_matches_specdec_table(alpha: float, k: int, expected: float) -> None:
@@ -23,7 +23,7 @@ def test_expected_accept_len_edges() -> None:
 
 @pytest.mark.parametrize(
     ("accept_len", "k", "alpha"),
-    # SPECDEC §1.7 worked examples: SpecBundle Llama-3.1-8B L = 2.90/3.52/3.86 at k = 3/5/7 -> 0.79/0.78/0.77;
+    # docs/SPECDEC.md §1.7 worked examples: SpecBundle Llama-3.1-8B L = 2.90/3.52/3.86 at k = 3/5/7 -> 0.79/0.78/0.77;
     # DeepSeek-V3.2 MTP L = 2.65 at k=3 -> 0.73.
     [(2.90, 3, 0.79), (3.52, 5, 0.78), (3.86, 7, 0.77), (2.65, 3, 0.73)],
 )
@@ -44,7 +44,7 @@ def test_alpha_saturation_and_floor() -> None:
 
 @pytest.mark.parametrize(
     ("alpha", "cost", "steps", "speedup"),
-    # SPECDEC §1.5 table of optimal k and speedup under the Leviathan model.
+    # docs/SPECDEC.md §1.5 table of optimal k and speedup under the Leviathan model.
     [(0.5, 0.10, 2, 1.46), (0.7, 0.05, 6, 2.35), (0.8, 0.10, 6, 2.47), (0.9, 0.20, 7, 2.37), (0.6, 0.30, 1, 1.23)],
 )
 def test_best_depth_matches_specdec_table(alpha: float, cost: float, steps: int, speedup: float) -> None:
@@ -68,7 +68,7 @@ def test_ceiling_and_saturation() -> None:
 
 @pytest.mark.parametrize(
     ("version", "rate"),
-    # REFERENCE §3.2: the three formulas for L = 2.17 at steps 3 / draft tokens 4 (sglang #11948 shows 0.54).
+    # docs/REFERENCE.md §3.2: the three formulas for L = 2.17 at steps 3 / draft tokens 4 (sglang #11948 shows 0.54).
     [("0.5.4", 2.17 / 4), ("0.5.6.post2", 2.17 / 4), ("0.5.23", 1.17 / 3)],
 )
 def test_printed_accept_rate_by_version(version: str, rate: float) -> None:

@@ -43,7 +43,7 @@ def test_examples_hold_with_the_whole_library_loaded() -> None:
 
 
 def test_every_reference_table_row_has_a_rule() -> None:
-    # REFERENCE §7 rows R1-R22: each rule file names the rows it implements in its header comment.
+    # docs/REFERENCE.md §7 rows R1-R22: each rule file names the rows it implements in its header comment.
     import re
     from pathlib import Path
 

@@ -3,7 +3,7 @@
 Seed 002: launch 1 used vLLM's --num-speculative-tokens 16; launch 2 set topk 1 and 16 draft tokens
 without --speculative-num-steps (bare AssertionError). Seed 000: topk 1, 16 draft tokens, steps 1 ->
 SGLang ran 2 draft tokens; accept len ~1.6; 56.8 tok/s against a 90 tok/s baseline.
-Log lines follow SGLang 0.5.6's exact formats (REFERENCE §1.4, §2.1, §2.2, §3.2).
+Log lines follow SGLang 0.5.6's exact formats (docs/REFERENCE.md §1.4, §2.1, §2.2, §3.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The simulator's command line fails exactly like SGLang's (REFERENCE §1.4, §2.1, §2.2)."""
+"""The simulator's command line fails exactly like SGLang's (docs/REFERENCE.md §1.4, §2.1, §2.2)."""
 
 from __future__ import annotations
 

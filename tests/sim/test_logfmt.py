@@ -1,4 +1,4 @@
-"""The simulator's line formats reproduce real SGLang lines (tests/data/corpus) and REFERENCE §3 templates."""
+"""The simulator's line formats reproduce real SGLang lines (tests/data/corpus) and docs/REFERENCE.md §3 templates."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ def chain(k: int) -> SpecConfig:
 
 
 def formula(a1: float, r: float, k: int) -> float:
-    """E[L] = 1 + sum_{i<=k} prod_{j<=i} a1 r^(j-1) (SPECDEC §1.2, per-position form)."""
+    """E[L] = 1 + sum_{i<=k} prod_{j<=i} a1 r^(j-1) (docs/SPECDEC.md §1.2, per-position form)."""
     total, prod = 1.0, 1.0
     for i in range(1, k + 1):
         prod *= min(1.0, a1 * r ** (i - 1))
@@ -37,7 +37,7 @@ def test_sampled_chain_matches_the_formula(a1: float, r: float, k: int) -> None:
 
 
 def test_decay_one_is_leviathan_and_decay_lowers_deep_positions() -> None:
-    # r = 1: the i.i.d. closed form (1 - a^(k+1)) / (1 - a); SPECDEC §1.2 table: a 0.8, k 3 -> 2.95
+    # r = 1: the i.i.d. closed form (1 - a^(k+1)) / (1 - a); docs/SPECDEC.md §1.2 table: a 0.8, k 3 -> 2.95
     assert DecodeModel(BASELINE, 0.8, chain(3), decay=1.0).expected_accept_len() == pytest.approx(2.9520)
     assert DecodeModel(BASELINE, 0.8, chain(1)).expected_accept_len() == pytest.approx(1.8)  # r has no effect
     deep = DecodeModel(BASELINE, 0.8, chain(7)).expected_accept_len()
@@ -92,7 +92,7 @@ def test_tree_beats_the_chain_at_batch_1_and_the_bonus_shrinks_with_batch() -> N
     bonus = [tree.expected_tps(b) / same_depth.expected_tps(b) for b in (1, 2, 8, 32, 64)]
     assert bonus[0] > 1.0
     assert bonus == sorted(bonus, reverse=True)
-    assert bonus[-1] < 1.0  # at large batch the tree is a loss (SPECDEC §3: trees only at batch 1-2)
+    assert bonus[-1] < 1.0  # at large batch the tree is a loss (docs/SPECDEC.md §3: trees only at batch 1-2)
 
 
 def test_tree_sampling_matches_its_expected_accept_len_and_never_goes_deeper() -> None:

@@ -22,7 +22,7 @@ from spectui.sources.ssh import SSHHost, SSHOptions
         (["sglang", "serve", "m"], "sglang serve"),
         (["/usr/bin/python3.11", "-u", "-m", "spectui.sim"], "python3.11 -m spectui.sim"),
         (["/usr/bin/python3", "-P", "-m", "spectui.sim"], "python3 -m spectui.sim"),  # demo's isolated child
-        (["sglang::scheduler_DP0_TP0"], None),  # renamed child (REFERENCE §6)
+        (["sglang::scheduler_DP0_TP0"], None),  # renamed child (docs/REFERENCE.md §6)
         (["bash", "-c", "python -m sglang.launch_server"], None),  # wrapper: its child is the server
         (["docker", "run", "img", "python3", "-m", "sglang.launch_server"], None),  # the docker client
         (["python3", "-c", "pass", "-m", "sglang.launch_server"], None),

@@ -1,6 +1,6 @@
 """Which kind of draft a checkpoint is, from its config.json and its tensor names.
 
-Class names are SGLang's (REFERENCE.md §5.1, 0.5.23): the EAGLE-3 draft classes, the EAGLE/EAGLE-2
+Class names are SGLang's (docs/REFERENCE.md §5.1, 0.5.23): the EAGLE-3 draft classes, the EAGLE/EAGLE-2
 ones, the MTP targets whose draft is built in, and vLLM speculators' classes (SGLang has none).
 """
 

@@ -1,4 +1,4 @@
-"""What each SGLang release's EAGLE-3 loader accepts (REFERENCE.md §5, checked against llama_eagle3.py).
+"""What each SGLang release's EAGLE-3 loader accepts (docs/REFERENCE.md §5, checked against llama_eagle3.py).
 
 Facts, with their sources:
 - ≤0.5.11: `LlamaForCausalLMEagle3.__init__` raises `ValueError("EAGLE3 currently only supports 1 layer")`

@@ -231,7 +231,7 @@ def explain_argparse(message: str, cat: FlagCatalogue, args: Sequence[str] = ())
 
 
 # Abbreviations that were unique (or exact) in older releases and became ambiguous: what they meant then
-# (REFERENCE §1.4 "Argparse abbreviation is ON" table).
+# (docs/REFERENCE.md §1.4 "Argparse abbreviation is ON" table).
 _AMBIGUOUS_MEANT = {
     "--speculative-draft": ("--speculative-draft-model-path",
                             "Up to 0.5.1 it was a unique prefix of --speculative-draft-model-path."),

@@ -1,4 +1,4 @@
-"""Version tables behind resolve(): exact SGLang texts, architecture lists and thresholds (REFERENCE §2).
+"""Version tables behind resolve(): exact SGLang texts, architecture lists and thresholds (docs/REFERENCE.md §2).
 
 Each table is (first version, value) pairs in ascending order; `since(table, version)` returns the value
 of the last row at or below `version`. Versions are (major, minor, patch, post) tuples.
@@ -136,7 +136,7 @@ MTP_ARCHS: list[tuple[Version, tuple[str, ...]]] = [
 # MTP targets that do not get the "DeepSeek MTP does not require..." warning.
 MTP_NO_WARN = ("MistralLarge3ForCausalLM", "PixtralForConditionalGeneration")
 
-# Auto (num_steps, topk, num_draft_tokens) when all three are unset (REFERENCE §2.3).
+# Auto (num_steps, topk, num_draft_tokens) when all three are unset (docs/REFERENCE.md §2.3).
 Triple = tuple[int, int, int]
 _AUTO_LIST_049 = ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM")
 _AUTO_LIST_053 = _AUTO_LIST_049 + ("GptOssForCausalLM", "DeepseekV32ForCausalLM", "BailingMoeForCausalLM",

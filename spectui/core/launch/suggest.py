@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-# Flags users type that SGLang does not have (REFERENCE §1.4), -> SGLang's flags, best first.
+# Flags users type that SGLang does not have (docs/REFERENCE.md §1.4), -> SGLang's flags, best first.
 FOREIGN_FLAGS: dict[str, tuple[str, ...]] = {
     "--num-speculative-tokens": (
         "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",

@@ -1,4 +1,4 @@
-"""Turn one SGLang message into a DecodeSample, PrefillSample or Milestone (REFERENCE §3.2–3.4).
+"""Turn one SGLang message into a DecodeSample, PrefillSample or Milestone (docs/REFERENCE.md §3.2–3.4).
 
 Field names are SGLang's verbatim keys; every `key: value` printed is kept in `fields`, including keys
 this module has never seen.

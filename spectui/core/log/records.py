@@ -24,7 +24,7 @@ class RecordKind(StrEnum):
 
 
 class MilestoneKind(StrEnum):
-    """Start-up (and shut-down) steps of an SGLang server, REFERENCE §3.4."""
+    """Start-up (and shut-down) steps of an SGLang server, docs/REFERENCE.md §3.4."""
 
     SERVER_ARGS = "server_args"  # `server_args=ServerArgs(...)` / `server_args={...}`: a launch starts here
     DIST_INIT = "dist_init"  # Init torch distributed begin/ends
@@ -63,7 +63,7 @@ class DecodeSample:
     tokens: int | None = None  # "#token" (or "#full token" on hybrid models)
     token_usage: float | None = None  # "token usage" (or "full token usage")
     accept_len: float | None = None
-    accept_rate: float | None = None  # SGLang's own; its formula changed across releases (REFERENCE §3.2)
+    accept_rate: float | None = None  # SGLang's own; its formula changed across releases (docs/REFERENCE.md §3.2)
     graph: bool | None = None  # "cuda graph" / "cpu graph" / "npu graph" / "musa graph"
     gen_tokens_per_s: float | None = None
     iteration: int | None = None  # "Decode batch [N]," counter

@@ -1,4 +1,4 @@
-"""Exact SGLang texts the parser recognises (REFERENCE §2.4, §3.4, §3.5), with the releases that print them.
+"""Exact SGLang texts the parser recognises (docs/REFERENCE.md §2.4, §3.4, §3.5), with the releases that print them.
 
 Resolution warnings print as bare lines before logging is configured (≤0.5.10) and as `[ts] text` from
 0.5.11, so they are recognised by their text, not by a prefix. Each entry's version range is a clue for
@@ -90,7 +90,7 @@ def match_resolution_warning(msg: str) -> tuple[str, V | None, V | None] | None:
     return None
 
 
-# One-line fatal messages -> short exc_type label (REFERENCE §3.5). Searched in the message.
+# One-line fatal messages -> short exc_type label (docs/REFERENCE.md §3.5). Searched in the message.
 ONE_LINE_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Received sigquit from a child proces?s"), "SIGQUIT"),
     (re.compile(r"SIGQUIT received\."), "SIGQUIT"),
@@ -134,7 +134,7 @@ def warning_category(hints: Any, msg: str, prefixed: bool, level: str | None, co
     if entry is not None:
         text, lo, hi = entry
         hints.add(f"text:{text[:40]}", lo, hi)
-        # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (REFERENCE §2.1).
+        # Bare before logging is configured (≤0.5.10); "[ts] text" from 0.5.11 (docs/REFERENCE.md §2.1).
         # Python logging's default "WARNING:sglang.srt…:" form (an embedding program configured
         # logging) says nothing about the release: neither hint.
         if prefixed:

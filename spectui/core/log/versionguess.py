@@ -1,4 +1,4 @@
-"""Guess the SGLang release from log-format clues (REFERENCE §3.2, §3.3, §2.4 and §7 "Parsing notes").
+"""Guess the SGLang release from log-format clues (docs/REFERENCE.md §3.2, §3.3, §2.4 and §7 "Parsing notes").
 
 Each clue narrows a release range. Strong clues are intersected; weak clues (formats whose boundary is
 less certain) only narrow the range when they agree with the strong ones. Clues that contradict each

@@ -1,4 +1,4 @@
-"""Record SGLang release clues while parsing (REFERENCE §3.1–3.3 tables, §1.4 prog names, §7 notes)."""
+"""Record SGLang release clues while parsing (docs/REFERENCE.md §3.1–3.3 tables, §1.4 prog names, §7 notes)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from spectui.core.log.records import LineContext
 from spectui.core.log.versionguess import VersionHints
 
-# Decode/prefill fields that first appeared in a known release (REFERENCE §3.2 / §3.3).
+# Decode/prefill fields that first appeared in a known release (docs/REFERENCE.md §3.2 / §3.3).
 _FIELD_SINCE: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("accept rate: ", (0, 5, 4)),
     ("est. decode TFLOPS", (0, 5, 10)),

@@ -14,8 +14,8 @@ from typing import Any
 from spectui.core.specdec import ceiling, chain_depth, depth_advice, expected_accept_len
 
 # Typical per-position acceptance (a1, decay r) of a draft trained for its target, on chat traffic: EAGLE3
-# chains reach ~2.9 at 3 steps, ~3.4 at 5 (SPECDEC §2.3 SpecBundle sweeps, Llama-3.1-8B 2.5-3.2 at 3/1/4);
-# EAGLE(-2) drafts sit lower; built-in MTP heads ~1.8-1.9 at one step (SPECDEC §2.4).
+# chains reach ~2.9 at 3 steps, ~3.4 at 5 (docs/SPECDEC.md §2.3 SpecBundle sweeps, Llama-3.1-8B 2.5-3.2 at 3/1/4);
+# EAGLE(-2) drafts sit lower; built-in MTP heads ~1.8-1.9 at one step (docs/SPECDEC.md §2.4).
 TYPICAL: dict[str, tuple[float, float]] = {
     "EAGLE3": (0.80, 0.95), "EAGLE": (0.72, 0.93), "NEXTN": (0.85, 0.90), "STANDALONE": (0.70, 0.93),
 }

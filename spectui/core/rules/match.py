@@ -15,7 +15,7 @@ from spectui.core.rules.compile import CDraft, CLog, CMetric
 from spectui.core.rules.frames import died_in
 from spectui.core.specdec import theory as specmath
 
-NOMINAL_DRAFT_COST = 0.1  # per drafted token, in target steps: a 1-layer draft on an ~8B target (SPECDEC §1.4)
+NOMINAL_DRAFT_COST = 0.1  # per drafted token, in target steps: a 1-layer draft on an ~8B target (docs/SPECDEC.md §1.4)
 RECORD_TYPE = {ErrorEvent: "error", WarningEvent: "warning", Milestone: "milestone",
                DecodeSample: "decode", PrefillSample: "prefill"}
 
@@ -209,7 +209,7 @@ def baseline_ratio(tps: Any, running: Any, baseline: Any) -> float | None:
 
 
 def spec_math(agg: Mapping[str, Any], steps: Any, draft_tokens: Any, baseline: Any) -> dict[str, Any]:
-    """alpha, saturation, observed speedup and the depth that pays (SPECDEC §1.5–1.7).
+    """alpha, saturation, observed speedup and the depth that pays (docs/SPECDEC.md §1.5–1.7).
 
     The depth comes from spectui.core.specdec.advise at the window's batch (running_req): per-request
     decode speed (gen tok/s / running) against the no-spec per-request speed at the same concurrency; without

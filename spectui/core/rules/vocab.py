@@ -51,7 +51,7 @@ METRIC_NAMES = {
     "running_req_max": "highest #running-req", "queue_req": "mean #queue-req",
     "queue_req_min": "lowest #queue-req", "graph_off_fraction": "share of samples with graph: False",
     "speedup_observed": "gen_tokens_per_s / baseline_tps",
-    "alpha": "per-token acceptance estimated from accept_len at depth steps (SPECDEC §1.7)",
+    "alpha": "per-token acceptance estimated from accept_len at depth steps (docs/SPECDEC.md §1.7)",
     "saturation": "(accept_len - 1) / steps: 1.0 = every drafted token accepted",
     "implied_cost": "draft cost per drafted token implied by speedup_observed (Leviathan model)",
     "best_steps": "the depth that pays most at alpha and that cost", "best_speedup": "its modelled speedup",

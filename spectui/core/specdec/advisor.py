@@ -2,7 +2,7 @@
 
 Accept length: spectui.core.specdec.fit (alpha_i = a1 r^(i-1), E[L](k) = 1 + sum_i prod_{j<=i} alpha_j).
 
-Cost (SPECDEC §1.4 serving model, topk 1, ndt = k + 1, batch B running requests):
+Cost (docs/SPECDEC.md §1.4 serving model, topk 1, ndt = k + 1, batch B running requests):
     t_round(k, B) = t_target + t_overhead + k * t_draft + (k + 1) * B * t_vtok      (speculative round)
     t_base(B)     = t_target + B * t_vtok                                             (plain decode step)
 so t_round(k) = intercept + k * slope with slope = t_draft + B * t_vtok: verify work grows with depth times
@@ -16,7 +16,7 @@ What the cost is inferred from, best first (`CostModel.source`):
   assumed   one depth, no baseline: t_round(k0) split with the prior relative step cost c(B) below;
   prior     no speed at all: unit time, the same c(B); ranks depths, but tokens_per_s stays None.
 c(B) = (0.10 + 0.055 B) / (1 + 0.055 B): a 1-layer draft costs ~0.1 target step and every extra verify
-token ~0.055 (SPECDEC §1.4: vLLM #20780 fit, ~0.144 per step at bs 1); it reaches 0.67 at bs 32 and 0.8 at
+token ~0.055 (docs/SPECDEC.md §1.4: vLLM #20780 fit, ~0.144 per step at bs 1); it reaches 0.67 at bs 32 and 0.8 at
 bs 64, where SGLang's adaptive defaults allow only steps {0, 1} and turn speculation off (§5.1).
 """
 
@@ -36,7 +36,7 @@ __all__ = [
     "advise", "advise_one", "ceiling", "depth_advice", "expected_accept_len", "prior_step_cost",
 ]
 
-PRIOR_DRAFT_COST = 0.10  # one draft forward, in target decode steps (SPECDEC §1.4)
+PRIOR_DRAFT_COST = 0.10  # one draft forward, in target decode steps (docs/SPECDEC.md §1.4)
 PRIOR_VERIFY_TOKEN_COST = 0.055  # one extra verify token per request, in target weight-read steps
 TIE = 0.02  # depths within 2 % of the fastest count as equally fast (far inside the speed intervals)
 

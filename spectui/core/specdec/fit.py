@@ -1,6 +1,6 @@
 """Accept-length model for a speculative chain, its fit, and its prediction intervals (pure, stdlib only).
 
-Model (SPECDEC §1.2, per-position form): the conditional acceptance at draft position i (1-based) decays
+Model (docs/SPECDEC.md §1.2, per-position form): the conditional acceptance at draft position i (1-based) decays
 geometrically, alpha_i = a1 * r**(i-1), clipped to [0, 1], and a chain of k drafted tokens commits on
 average E[L](k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j tokens per verify round (bonus token included).
 r = 1 is the i.i.d. case of Leviathan et al.; r < 1 is the depth decay every public sweep shows.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 PRIOR_R = 0.95
-# r fitted to public sweeps (SPECDEC §2.3 SpecBundle rows, §2.5 vLLM #20780 EAGLE-1/EAGLE-3 chains)
+# r fitted to public sweeps (docs/SPECDEC.md §2.3 SpecBundle rows, §2.5 vLLM #20780 EAGLE-1/EAGLE-3 chains)
 PRIOR_R_RANGE = (0.88, 1.0)
 A1_BOUNDS = (1e-4, 1.0)
 R_BOUNDS = (0.30, 1.05)

@@ -1,4 +1,4 @@
-"""Accept-length theory for chain speculative decoding (SPECDEC.md §1.2–1.8): pure functions, no state.
+"""Accept-length theory for chain speculative decoding (docs/SPECDEC.md §1.2–1.8): pure functions, no state.
 
 Notation: k = drafted tokens per round (SGLang `speculative_num_steps` with topk 1), alpha = per-token
 acceptance probability, c = cost of one draft forward in target decode steps, L = accept length
@@ -23,7 +23,7 @@ def expected_accept_len(alpha: float, k: int) -> float:
 
 
 def alpha_from_accept_len(accept_len: float, k: int, iters: int = 60) -> float:
-    """Invert E[L] for alpha by bisection (E[L] is increasing in alpha on [0, 1)); SPECDEC §1.7.
+    """Invert E[L] for alpha by bisection (E[L] is increasing in alpha on [0, 1)); docs/SPECDEC.md §1.7.
 
     L >= k+1 only bounds alpha from below (saturation), so it returns 1.0 there.
     """
@@ -102,7 +102,7 @@ def draft_acceptance_rate(accept_len: float, num_draft_tokens: int) -> float | N
 
 
 def printed_accept_rate(accept_len: float, num_steps: int, num_draft_tokens: int, version: str) -> float:
-    """What SGLang `version` prints as "accept rate" for this accept len (REFERENCE §3.2 table)."""
+    """What SGLang `version` prints as "accept rate" for this accept len (docs/REFERENCE.md §3.2 table)."""
     parts = version_tuple(version)
     if parts < (0, 5, 6):
         return accept_len / (num_steps + 1)

@@ -1,6 +1,6 @@
 """The dashboard: header, speculative + config panels, diagnoses, log pane, GPU strip; log keys live here.
 
-Data flow (DESIGN.md): a worker reads tail events and only appends lines to a pending list; a timer
+Data flow (docs/DESIGN.md, "How data flows"): a worker reads tail events and only appends lines to a pending list; a timer
 flushes at most every FLUSH_INTERVAL (or at once past FLUSH_LINES) through the controller and pushes
 frozen view values into the widgets. There is never a message or a refresh per log line.
 """

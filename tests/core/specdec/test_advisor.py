@@ -23,7 +23,7 @@ from spectui.core.specdec import (
 from spectui.errors import InputError
 
 # SpecForge docs/spec_bundle/public/raw_data/data.json, as averaged over 7 benchmarks in
-# SPECDEC.md §2.3 (SpecBundle, SGLang): mean accept length at chains 3/1/4, 5/1/6, 7/1/8.
+# docs/SPECDEC.md §2.3 (SpecBundle, SGLang): mean accept length at chains 3/1/4, 5/1/6, 7/1/8.
 SPECBUNDLE_CHAINS = {
     "Llama-3.1-8B SpecForge": (2.92, 3.61, 4.01),
     "Llama-3.1-8B lmsys": (2.53, 2.95, 3.16),
@@ -41,13 +41,13 @@ SPECBUNDLE_CHAINS = {
 }
 SPECBUNDLE_STEPS = (3, 5, 7)
 
-# vLLM issue #20780 (SPECDEC.md §2.5): Llama-3.1-8B, H100, BS1, MT-bench, chain, accept length by K = 2..7.
+# vLLM issue #20780 (docs/SPECDEC.md §2.5): Llama-3.1-8B, H100, BS1, MT-bench, chain, accept length by K = 2..7.
 VLLM_20780 = {
     "EAGLE-1": dict(zip(range(2, 8), (2.10, 2.29, 2.39, 2.43, 2.45, 2.47), strict=True)),
     "EAGLE-3": dict(zip(range(2, 8), (2.36, 2.79, 3.08, 3.32, 3.46, 3.54), strict=True)),
 }
 
-# SPECDEC.md §1.2 table (i.i.d. chain, E[L] = (1 - a^(k+1)) / (1 - a)), row alpha = 0.80, k = 1..8.
+# docs/SPECDEC.md §1.2 table (i.i.d. chain, E[L] = (1 - a^(k+1)) / (1 - a)), row alpha = 0.80, k = 1..8.
 IID_080 = (1.80, 2.44, 2.95, 3.36, 3.69, 3.95, 4.16, 4.33)
 
 
@@ -287,7 +287,7 @@ def test_ceiling():
 
 
 def test_depth_advice_saturated_shallow_chain_goes_deeper():
-    # L/(steps+1) = 0.975: capped by depth (SPECDEC §4.2); cheap rounds at batch 1
+    # L/(steps+1) = 0.975: capped by depth (docs/SPECDEC.md §4.2); cheap rounds at batch 1
     v = depth_advice(1, 1.95, per_request_tps=150.0, baseline_per_request_tps=100.0, running=1)
     assert v.direction == "deeper" and v.steps > 1 and v.gain > 1.0
     assert v.accept_len is not None and v.low <= v.accept_len <= v.high
