@@ -4,6 +4,8 @@ metrics and the launch's config, giving diagnoses with evidence and fixes.
 Callers outside this package import these names from here.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from spectui.core.rules.compile import CConfig, CGroup, CLog, CMetric, load_file  # noqa: E402
 from spectui.core.rules.config import ConfigContext, crude_requested  # noqa: E402
 from spectui.core.rules.engine import (
@@ -18,8 +20,11 @@ from spectui.core.rules.match import BaselineTps, DecodeWindow, baseline_ratio, 
 
 _EXAMPLES = ("parse_launch", "run_all", "run_example")  # spectui.core.launch: imported on first use (not by check)
 
+if TYPE_CHECKING:  # what __getattr__ gives, for the type checker (tests/test_types.py)
+    from spectui.core.rules.examples import parse_launch, run_all, run_example
 
-def __getattr__(name: str) -> object:
+
+def __getattr__(name: str) -> Any:
     if name in _EXAMPLES:
         from spectui.core.rules import examples
 
