@@ -18,6 +18,7 @@ check.
 from __future__ import annotations
 
 import contextlib
+import gc
 import marshal
 import mmap
 import os
@@ -122,6 +123,7 @@ class ParallelSegments:
         if pid == 0:  # the worker
             code = 0
             try:
+                gc.disable()  # it allocates little; a collection would touch (copy) every page of check's heap
                 os.close(rfd)
                 _worker_init(parent)
                 _work(fd, self._n, chunk, self._claims, wfd)
