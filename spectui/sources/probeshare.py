@@ -2,8 +2,8 @@
 server and the host is asked once and shared.
 
 `acquire(host)` returns the host's `HostProbes` (keyed by the host's name: `local`, `user@gpu1:2222`; every
-tab opens its own connection, so the object itself is not the key) and `release` gives it back; the last
-release closes its HTTP clients. Each question carries `max_age`, the caller's own cadence: an answer got
+tab opens its own connection, so the object itself is not the key; and by event loop, which no client or
+connection outlives) and `release` gives it back; the last release closes its HTTP clients. Each question carries `max_age`, the caller's own cadence: an answer got
 at most that long ago (by anyone) is returned with its age instead of asking again, and a question already
 in flight is awaited, not sent twice.
 
@@ -44,6 +44,7 @@ class HostProbes:
     name: str
     hosts: list[Host] = field(default_factory=list)  # every watcher's connection to it (one per tab)
     users: int = 0
+    key: tuple[int, str] = (0, "")  # its place in the registry (event loop, name)
     pids: Counter[int] = field(default_factory=Counter)  # followed pids (a pid watched twice counts twice)
     asked: Counter[str] = field(default_factory=Counter)  # questions actually sent, by kind (figures, tests)
     _cache: dict[Any, _Entry] = field(default_factory=dict)
@@ -209,15 +210,21 @@ async def process_states(host: Host, pids: list[int]) -> dict[int, str | None]:
     return {pid: _stat_state(lines.get(pid, "")) for pid in pids}
 
 
-_HOSTS: dict[str, HostProbes] = {}
+_HOSTS: dict[tuple[int, str], HostProbes] = {}
+
+
+def _key(host: Host) -> tuple[int, str]:
+    """Per event loop (an HTTP client or a connection never outlives its loop), per host name."""
+    return id(asyncio.get_running_loop()), str(getattr(host, "name", "") or id(host))
 
 
 def acquire(host: Host, pid: int | None = None) -> HostProbes:
     """The host's shared prober (made at the first watcher); `pid`: a process this watcher follows."""
-    name = str(getattr(host, "name", "") or id(host))
-    shared = _HOSTS.get(name)
+    key = _key(host)
+    shared = _HOSTS.get(key)
     if shared is None:
-        shared = _HOSTS[name] = HostProbes(name)
+        shared = _HOSTS[key] = HostProbes(key[1])
+        shared.key = key
     shared.hosts.append(host)
     shared.users += 1
     if pid is not None:
@@ -238,14 +245,14 @@ async def release(shared: HostProbes, host: Host, pid: int | None = None) -> Non
     if host not in shared.hosts:
         await shared.close(host)
     if shared.users <= 0 or not shared.hosts:
-        if _HOSTS.get(shared.name) is shared:
-            del _HOSTS[shared.name]
+        if _HOSTS.get(shared.key) is shared:
+            del _HOSTS[shared.key]
         await shared.close()
 
 
 def current(host: Host) -> HostProbes | None:
     """The host's shared prober while some watcher holds it (tests, figures), else None."""
-    return _HOSTS.get(str(getattr(host, "name", "") or id(host)))
+    return _HOSTS.get(_key(host))
 
 
 async def shared_run(host: Host, argv: Sequence[str], *, timeout: float = 10.0, max_age: float = 5.0) -> RunResult:
