@@ -187,7 +187,10 @@ def main() -> int:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
     if sshd is not None:
+        import shutil
+
         sshd.stop()
+        shutil.rmtree(sshd.root, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
