@@ -216,7 +216,7 @@ class Bundle:
     def series(self) -> list[SeriesPoint]:
         known = ("t", "accept_len", "gen_tokens_per_s", "running_req", "queue_req")
         return [
-            SeriesPoint(*(row.get(k) for k in known), extra={k: v for k, v in row.items() if k not in known})
+            SeriesPoint(**{k: row.get(k) for k in known}, extra={k: v for k, v in row.items() if k not in known})
             for row in self._load(mf.SERIES, [])
             if isinstance(row, dict)
         ]

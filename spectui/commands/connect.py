@@ -200,9 +200,11 @@ async def _main(args: argparse.Namespace) -> int:
     from spectui.ui.app import SpectuiApp
     from spectui.ui.bundle_replay import replay_if_bundle
 
-    pick = None
+    pick: Any = None
     if sys.stdin.isatty() and sys.stdout.isatty():  # several servers: asked on screen, not a list and exit
-        from spectui.ui.screens.picker import pick_server_on_screen as pick
+        from spectui.ui.screens.picker import pick_server_on_screen
+
+        pick = pick_server_on_screen
     session = replay_if_bundle(args) or await build_session(args, pick=pick)  # a bundle: replayed, read-only
     try:
         app = SpectuiApp(session, baseline_tps=getattr(args, "baseline_tps", None))

@@ -223,9 +223,9 @@ def _markdown(inp: ReportInput, lim: _Limits) -> str:
     if same:
         rows = [f"| `{_flag(k)}` | {_cell(inp.requested[k])} | {_cell((inp.effective or {}).get(k, '?'))} |"
                 for k in same[: lim.rows]]
-        more = [f"\n… {len(same) - lim.rows} more"] if len(same) > lim.rows else []
+        beyond = [f"\n… {len(same) - lim.rows} more"] if len(same) > lim.rows else []
         out += [f"\n<details><summary>{len(same)} other requested flags</summary>\n",
-                "| flag | requested | effective |", "|---|---|---|", *rows, *more, "\n</details>"]
+                "| flag | requested | effective |", "|---|---|---|", *rows, *beyond, "\n</details>"]
     out.append("\n### Diagnoses\n")
     for i, d in enumerate(inp.diagnoses[: lim.rows], 1):
         out.append(f"{i}. **[{d.get('severity', '?')}] {d.get('rule', '?')}** ({d.get('category', '?')}) — "

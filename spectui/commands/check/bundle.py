@@ -49,6 +49,7 @@ def open_bundle(args: argparse.Namespace) -> tuple[IO[bytes], str, Any]:
 
 def remap_lines(result: Any, bundle: Any) -> Any:
     """The check result with bundle line numbers replaced by the original log's (`Bundle.original_line`)."""
+    from spectui.core.rules import Diagnosis
 
     def orig(n: int | None) -> int | None:
         if n is None:
@@ -62,7 +63,7 @@ def remap_lines(result: Any, bundle: Any) -> Any:
     result.errors = [dataclasses.replace(e, line=orig(e.line), end_line=orig(e.end_line)) for e in result.errors]
     diagnoses = []
     for d in result.diagnoses:
-        if dataclasses.is_dataclass(d):
+        if isinstance(d, Diagnosis):
             d = dataclasses.replace(d, evidence=tuple(text(str(x)) for x in d.evidence),
                                     first_line=orig(d.first_line), last_line=orig(d.last_line))
         diagnoses.append(d)
