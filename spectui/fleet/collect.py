@@ -151,8 +151,8 @@ def _collect(client: PrometheusClient, selector: str | None, *, baselines: Basel
 def _not_jobs(jobs: set[str]) -> str:
     """A matcher leaving out the jobs already known to be SGLang's: the hour-long look-back then reads only
     the series of the other jobs (at 10,000 instances, reading all of them was the slowest query)."""
-    if not jobs or len(jobs) > 64:
-        return ""
+    if not jobs or len(jobs) > 64 or not all(j.isascii() and j.isprintable() for j in jobs):
+        return ""  # a job name PromQL would need escapes for (or UTF-8 cannot carry): read every job instead
     regex = "|".join(re.escape(j) for j in sorted(jobs))
     return 'job!~"' + regex.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
