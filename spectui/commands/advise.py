@@ -102,7 +102,7 @@ def same_server(line: dict[str, Any], port: int | None, draft: str | None) -> bo
 def from_history(host_name: str, port: int | None = None, draft: str | None = None
                  ) -> list[tuple[Any, int | None, float | None]]:
     """The host's bench results (of the server on `port` with `draft`, when given) as observations."""
-    from spectui.ops.bench_history import bench_records
+    from spectui.ops.bench.history import bench_records
 
     out = []
     for obj in bench_records(host=host_name):
@@ -118,7 +118,7 @@ async def from_live(host: Any, server: Any) -> tuple[Any, str, int | None] | Non
     when every one of them ran the same number of requests, their per-request tok/s and that count."""
     from spectui.core.log import DecodeSample, LogParser
     from spectui.core.specdec import Observed
-    from spectui.ops.bench import speculative_config
+    from spectui.ops.bench.run import speculative_config
 
     spec = speculative_config(list(server.argv), dict(server.env), None, {}) or {}
     steps = spec.get("speculative_num_steps")
@@ -188,7 +188,7 @@ async def _target(target: Any, args: argparse.Namespace) -> tuple[list[Any], tup
     """TARGET's server's bench history, its live observation (None when no server or no Decode line), and
     whose history that is. Without a server found, every bench result of the host counts (said so)."""
     from spectui.errors import SpectuiError
-    from spectui.ops.bench import draft_path
+    from spectui.ops.bench.run import draft_path
     from spectui.sources.target import open_host, pick_one
 
     host = open_host(target, args, read_only=True)

@@ -75,7 +75,7 @@ def _plan(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from spectui.commands.benchopts import workload
     from spectui.errors import UsageError
     from spectui.load import BenchConfig
-    from spectui.ops.bench import BenchPlan
+    from spectui.ops.bench.run import BenchPlan
 
     if args.baseline_tps is not None and not args.baseline_tps > 0:
         raise UsageError("--baseline-tps must be > 0 tok/s")
@@ -142,7 +142,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _confirmed(host: Any, plan: Any) -> bool:
     from spectui.commands.benchopts import ask
-    from spectui.ops import bench_baseline
+    from spectui.ops.bench import baseline as bench_baseline
 
     return ask(await bench_baseline.preview(host, plan))
 
@@ -154,7 +154,7 @@ async def _interruptible(host: Any, plan: Any, bar: Any) -> dict[str, Any]:
     import contextlib
     import signal
 
-    from spectui.ops import bench
+    from spectui.ops.bench import run as bench
 
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -189,7 +189,7 @@ async def _with_baseline(host: Any, plan: Any, bar: Any) -> dict[str, Any]:
     import contextlib
     import signal
 
-    from spectui.ops import bench_baseline
+    from spectui.ops.bench import baseline as bench_baseline
 
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()

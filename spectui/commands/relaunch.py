@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from spectui.commands.relaunchgate import gate, options, owner_refusal, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
-    from spectui.ops.relaunch import execute, prepare_any
+    from spectui.ops.relaunch.run import execute, prepare_any
     from spectui.sources.target import open_host
 
     if len(args.targets) > 1:

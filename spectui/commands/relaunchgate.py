@@ -11,12 +11,12 @@ from typing import Any
 
 
 async def owner_refusal(args: argparse.Namespace, pairs: Any) -> tuple[str | None, list[str]]:
-    """Why the relaunch would be refused for who owns the server (ops.owner.check on each (host, plan):
+    """Why the relaunch would be refused for who owns the server (ops.relaunch.owner.check on each (host, plan):
     the very check the relaunch makes, which changes nothing), or None; and, with --as-owner, the plan's
     lines saying whom the signals and the start run as. A dry run says it as the real run would, and
     exits as it would."""
     from spectui.errors import RelaunchError
-    from spectui.ops import owner
+    from spectui.ops.relaunch import owner
 
     notes: list[str] = []
     for host, plan in pairs:
@@ -34,7 +34,7 @@ async def owner_refusal(args: argparse.Namespace, pairs: Any) -> tuple[str | Non
 def gate(args: argparse.Namespace, plan: Any, own_pgids: Any, dry_json: dict[str, Any], question: str,
          refused: str | None = None, notes: Any = ()) -> int | None:
     """The exit code when the relaunch stops here (nothing was changed), or None to go on. `plan`: an
-    ops.plan.RelaunchPlan or an ops.groupresult.GroupPlan (render, needs_force, verdict_line). `refused`:
+    ops.relaunch.plan.RelaunchPlan or an ops.group.result.GroupPlan (render, needs_force, verdict_line). `refused`:
     the owner check's refusal (owner_refusal), said by a dry run and before any question (exit 1)."""
     # --json: stdout is the JSON alone; a dry run prints nothing else (the JSON holds the plan), a real run
     # shows the plan on stderr (what is about to be confirmed) with its progress.
@@ -82,8 +82,8 @@ def printer(stream: Any) -> Any:
 
 
 def options(args: argparse.Namespace) -> Any:
-    """The ops.relaunch.RelaunchOptions a `relaunch` command line asks for."""
-    from spectui.ops.relaunch import RelaunchOptions
+    """The ops.relaunch.run.RelaunchOptions a `relaunch` command line asks for."""
+    from spectui.ops.relaunch.run import RelaunchOptions
 
     return RelaunchOptions(force=args.force, rollback=not args.no_rollback, stop_grace_s=args.stop_timeout,
                            health_timeout_s=args.health_timeout, observe_s=args.observe,
@@ -91,10 +91,10 @@ def options(args: argparse.Namespace) -> Any:
 
 
 def targets_and_edits(args: argparse.Namespace) -> tuple[list[Any], Any]:
-    """The TARGETs (sources.target.Target, hosts only) and the ops.plan.Edits of a `relaunch` command line;
+    """The TARGETs (sources.target.Target, hosts only) and the ops.relaunch.plan.Edits of a `relaunch` command line;
     UsageError (exit 2) for a log-file target or a negative timeout."""
     from spectui.errors import UsageError
-    from spectui.ops.plan import Edits
+    from spectui.ops.relaunch.plan import Edits
     from spectui.sources.target import parse_target
 
     targets = [parse_target(t) for t in args.targets]

@@ -1,5 +1,5 @@
 """`spectui relaunch NODE0 NODE1 …`: every node of one multi-node (or PD) SGLang server relaunched together
-with the same edits (ops.grouprelaunch): the plan of every node, one confirmation, progress named by node,
+with the same edits (ops.group.relaunch): the plan of every node, one confirmation, progress named by node,
 one JSON object with every member's outcome."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 async def run_group(args: argparse.Namespace) -> int:
     from spectui.commands.relaunchgate import gate, options, owner_refusal, printer, targets_and_edits
     from spectui.errors import UsageError
-    from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
+    from spectui.ops.group.relaunch import GroupMember, execute_group, prepare_group
     from spectui.ops.procs import own_pgids
     from spectui.sources.target import open_host
 

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> Any:
     from spectui.errors import UsageError
     from spectui.load import BenchConfig, load_prompts
-    from spectui.ops.outcome import RelaunchOptions
+    from spectui.ops.relaunch.outcome import RelaunchOptions
     from spectui.ops.sweep.run import SweepOptions
 
     if args.baseline_tps is not None and not args.baseline_tps > 0:

@@ -54,7 +54,7 @@ def masked_diff(changes: Iterable[Any]) -> list[dict[str, str | None]]:
 
 
 def masked_env_diff(changes: Iterable[Any]) -> list[dict[str, str | None]]:
-    """Environment changes (ops.plan EnvChange) as history rows, secret values masked."""
+    """Environment changes (ops.relaunch.plan EnvChange) as history rows, secret values masked."""
     from spectui.core.secrets import redact_env
 
     def one(name: str, v: str | None) -> str | None:

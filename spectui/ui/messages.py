@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class StartedServer(Protocol):
-    """One start of a command (ops.outcome.Attempt)."""
+    """One start of a command (ops.relaunch.outcome.Attempt)."""
 
     @property
     def pid(self) -> int | None: ...
@@ -24,7 +24,7 @@ class StartedServer(Protocol):
 
 
 class RelaunchOutcome(Protocol):
-    """What a relaunch ended with (ops.outcome.RelaunchResult, ops.groupresult.GroupResult's members, the
+    """What a relaunch ended with (ops.relaunch.outcome.RelaunchResult, ops.group.result.GroupResult's members, the
     sweep's restore): the new server, and the previous one when it was rolled back (`rollback`, optional)."""
 
     @property

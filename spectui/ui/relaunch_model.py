@@ -6,7 +6,7 @@ NCCL_*, CUDA_*, …, and the simulator's SPECTUI_SIM_* knobs). Secret-looking va
 kept as they were unless edited; removing a word unsets the variable; every variable not shown is carried
 over unchanged (relaunch starts the new server with the old one's environment, edited).
 
-Pure except `run_ops_relaunch`, which hands the edits to ops.relaunch (prepare + execute) so the TUI
+Pure except `run_ops_relaunch`, which hands the edits to ops.relaunch.run (prepare + execute) so the TUI
 relaunches exactly like `spectui relaunch` does (same plan, same safety checks, same history record).
 """
 
@@ -188,7 +188,7 @@ def build_command(original: Any, draft: Draft) -> Any:
 def evaluate(original: Any, draft: Draft, version: str | None, *, host_judged: Any = None,
              host_pending: bool = False) -> Evaluation:
     """Diff against the running command and what SGLang `version` would do with the edited one.
-    `host_judged`: the host's own SGLang's Resolution of the edited command (a source build: ops.hostjudge),
+    `host_judged`: the host's own SGLang's Resolution of the edited command (a source build: ops.relaunch.hostjudge),
     which replaces the replayed release rules; `host_pending`: it is being asked (no verdict yet)."""
     from spectui.core.launch import diff, pick_version, resolvable_args, resolve
     from spectui.core.secrets import display_argv, masked_flag_value
@@ -286,10 +286,10 @@ def env_diff(base: Mapping[str, str], new: Mapping[str, str]) -> list[tuple[str,
 
 
 def edits_from(original: Any, command: Any, env_base: Mapping[str, str] | None = None) -> Any:
-    """ops.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants), and the
+    """ops.relaunch.plan.Edits that turn `original` into `command` (flags without dashes, as ops wants), and the
     environment `env_base` (what the line showed; default: the original command's own) into `command.env`."""
     from spectui.core.launch import diff
-    from spectui.ops.plan import Edits
+    from spectui.ops.relaunch.plan import Edits
 
     sets: list[tuple[str, str | None]] = []
     unsets: list[str] = []
@@ -318,16 +318,16 @@ def result_log(result: Any) -> str | None:
 
 async def run_ops_relaunch(session: Any, command: Any, *, progress: Callable[[str, str], None],
                            env_base: Mapping[str, str] | None = None) -> Any:
-    """prepare + execute through ops.relaunch; progress(step, message) for every step. `env_base`: the
+    """prepare + execute through ops.relaunch.run; progress(step, message) for every step. `env_base`: the
     environment the screen showed (its edits become --set-env / --unset-env)."""
     if session.relaunch is not None:
         return await session.relaunch(command, progress)
     if getattr(session, "group", None) is not None:  # every node of a multi-node / PD server, together
-        from spectui.ui.grouprelaunch import run_group_relaunch
+        from spectui.ui.grouptarget import run_group_relaunch
 
         return await run_group_relaunch(session, edits_from(session.launch, command, env_base), progress=progress)
-    from spectui.ops.known import known_from_session
-    from spectui.ops.relaunch import execute, prepare_any
+    from spectui.ops.relaunch.known import known_from_session
+    from spectui.ops.relaunch.run import execute, prepare_any
 
     edits = edits_from(session.launch, command, env_base)
     progress("checking", f"planning the relaunch of pid {session.pid}")

@@ -27,13 +27,13 @@ class Session:
     read_only: bool = False
     server_port: int | None = None
     tail_factory: TailFactory | None = None  # path -> tail events; default: sources LogTail on `host`
-    relaunch: Callable[..., Awaitable[Any]] | None = None  # override of ops.relaunch (tests)
+    relaunch: Callable[..., Awaitable[Any]] | None = None  # override of ops.relaunch.run (tests)
     probe_gpus: bool = True
     replay: bool = False  # a recorded log: the tail ends, and "last line age" means nothing
     current_pid: int | None = None  # set after a relaunch (the discovered `server` is the old process)
     from_start: bool = False  # read the whole log (a file target: its server_args line and every launch)
     liveness: Any = None  # sources.liveness.LivenessConfig; None = defaults (+ SPECTUI_* env); False = no probes
-    group: Any = None  # ui.grouprelaunch.GroupTarget: this tab is a multi-node / PD server, relaunched whole
+    group: Any = None  # ui.grouptarget.GroupTarget: this tab is a multi-node / PD server, relaunched whole
 
     @property
     def pid(self) -> int | None:

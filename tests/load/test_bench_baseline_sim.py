@@ -1,5 +1,5 @@
 """`spectui bench --baseline` against the real simulator, started detached like a real server (its own
-process group, its knobs in the environment) so ops.relaunch can stop and start it: the speculative command
+process group, its knobs in the environment) so ops.relaunch.run can stop and start it: the speculative command
 runs again, healthy, when the command ends (pid changed twice, /server_info speculates), both results are in
 history, and an interruption in the middle still restores it."""
 
@@ -20,7 +20,7 @@ import pytest
 from load_kit import free_port, wait_http
 
 from spectui.cli import main
-from spectui.ops.bench import bench_history_path
+from spectui.ops.bench.run import bench_history_path
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -104,8 +104,8 @@ def test_baseline_relaunches_without_speculation_and_restores(tmp_path: Path, st
 
 def test_interrupted_while_measuring_the_baseline_still_restores(tmp_path: Path, state: Path) -> None:
     from spectui.load import BenchConfig, load_prompts
-    from spectui.ops import bench_baseline
-    from spectui.ops.bench import BenchPlan
+    from spectui.ops.bench import baseline as bench_baseline
+    from spectui.ops.bench.run import BenchPlan
     from spectui.sources.local import LocalHost
 
     with detached_sim(tmp_path) as (port, pid):

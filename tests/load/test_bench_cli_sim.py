@@ -16,7 +16,7 @@ import pytest
 from load_kit import SPEC_ARGS, free_port, wait_http
 
 from spectui.cli import main
-from spectui.ops.bench import bench_history_path, log_accept
+from spectui.ops.bench.run import bench_history_path, log_accept
 
 pytestmark = pytest.mark.timeout(60)
 

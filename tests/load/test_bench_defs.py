@@ -14,7 +14,7 @@ from load_kit import Reply, Seen, chat_events, fake_server, models_reply
 from spectui.load import BenchConfig, BenchError, RequestRecord, load_prompts, run_bench, summarize
 from spectui.load.datasets import Dataset, load_dataset, random_lens
 from spectui.load.output import bench_serving_line
-from spectui.ops.bench import robust_mean, speedup
+from spectui.ops.bench.run import robust_mean, speedup
 
 pytestmark = pytest.mark.timeout(30)
 

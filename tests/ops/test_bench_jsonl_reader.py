@@ -1,13 +1,13 @@
-"""bench.jsonl's one reader (ops.bench_history) and the consumers that read through it."""
+"""bench.jsonl's one reader (ops.bench.history) and the consumers that read through it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from spectui.ops.bench import history_baseline
-from spectui.ops.bench_baseline import known_baseline
-from spectui.ops.bench_history import bench_history_path, bench_records
+from spectui.ops.bench.baseline import known_baseline
+from spectui.ops.bench.history import bench_history_path, bench_records
+from spectui.ops.bench.run import history_baseline
 from spectui.ops.sweep.plan import bench_seconds
 
 WORKLOAD = {"requests": 8, "concurrency": 4, "max_tokens": 64, "dataset": "random"}

@@ -185,10 +185,10 @@ def test_a_pd_pair_is_relaunched_together_prefill_first(tmp_path: Path, monkeypa
 async def test_a_member_already_being_relaunched_or_read_only_refuses_the_group_and_changes_nothing(nodes: Nodes,
                                                                                                   tmp_path: Path) -> None:
     from spectui.errors import RelaunchError
-    from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
+    from spectui.ops.group.relaunch import GroupMember, execute_group, prepare_group
     from spectui.ops.history import HistoryStore
-    from spectui.ops.plan import Edits
-    from spectui.ops.relaunch import relaunch_lock
+    from spectui.ops.relaunch.plan import Edits
+    from spectui.ops.relaunch.run import relaunch_lock
     from spectui.sources.local import LocalHost
 
     nodes.start()

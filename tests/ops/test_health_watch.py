@@ -10,7 +10,7 @@ from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab
 
 from spectui.core.log import Pipeline
 from spectui.core.rules import RuleEngine, load_rules
-from spectui.ops.health import LaunchWatcher
+from spectui.ops.relaunch.health import LaunchWatcher
 from spectui.sources.local import LocalHost
 
 

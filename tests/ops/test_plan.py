@@ -9,7 +9,7 @@ import pytest
 from spectui.core.launch import parse_command, resolvable_args, resolve
 from spectui.errors import UsageError
 from spectui.ops.hostcmds import display_argv, env_input, parse_gpu_apps, redact_env
-from spectui.ops.plan import Edits, build_plan, new_log_path, port_of
+from spectui.ops.relaunch.plan import Edits, build_plan, new_log_path, port_of
 from spectui.sources.base import ServerProcess
 
 NOW = datetime(2026, 11, 30, 15, 4, 5)

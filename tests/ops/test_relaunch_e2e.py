@@ -175,8 +175,8 @@ def test_usage_errors_are_one_line(lab: SimLab) -> None:
 async def test_dropped_ssh_connection_during_start_reconnects_and_finishes(lab: SimLab, sshd, ssh_args) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    from spectui.ops.plan import Edits
-    from spectui.ops.relaunch import RelaunchOptions, Step, execute, prepare
+    from spectui.ops.relaunch.plan import Edits
+    from spectui.ops.relaunch.run import RelaunchOptions, Step, execute, prepare
     from spectui.sources.target import open_host, parse_target
 
     old_pid = lab.start(SEED_FLAGS, env=SIM_FAST_ENV)

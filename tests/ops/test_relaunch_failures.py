@@ -15,8 +15,8 @@ from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab, alive, proc_argv, wait_
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
-from spectui.ops.plan import Edits, build_plan
-from spectui.ops.relaunch import RelaunchOptions, execute
+from spectui.ops.relaunch.plan import Edits, build_plan
+from spectui.ops.relaunch.run import RelaunchOptions, execute
 from spectui.sources.base import ServerProcess
 from spectui.sources.local import LocalHost
 
@@ -184,7 +184,7 @@ async def test_gpu_memory_never_released_names_the_holder_and_rolls_back(
 
 
 async def test_progress_as_async_iterator_ends_with_the_refusal(tmp_path: Path) -> None:
-    from spectui.ops.relaunch import Progress, Step, relaunch_events
+    from spectui.ops.relaunch.run import Progress, Step, relaunch_events
 
     server = ServerProcess(pid=999999, pgid=999999, argv=(sys.executable, "-m", "sglang.launch_server",
                                                            "--model-path", "/m"),

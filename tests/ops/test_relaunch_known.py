@@ -1,4 +1,4 @@
-"""ops.relaunch.start_known: a known command started where no server runs (the last one crashed), with a
+"""ops.relaunch.run.start_known: a known command started where no server runs (the last one crashed), with a
 relaunch's safety and no stop step — refused while the last server still runs or its port stays taken
 (nothing changed, nothing recorded), healthy with a new log beside the old one and a history record, and a
 start that fails recorded as failed with nothing to roll back to. Real simulator on the local host."""
@@ -16,8 +16,8 @@ from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab, alive, health, proc_arg
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
-from spectui.ops.plan import Edits
-from spectui.ops.relaunch import KnownCommand, RelaunchOptions, start_known
+from spectui.ops.relaunch.plan import Edits
+from spectui.ops.relaunch.run import KnownCommand, RelaunchOptions, start_known
 from spectui.sources.local import LocalHost
 
 FAST = RelaunchOptions(stop_grace_s=10, kill_wait_s=5, port_timeout_s=1, gpu_timeout_s=5, health_timeout_s=60)

@@ -1,4 +1,4 @@
-"""Relaunch is one transaction per server: two concurrent ops.relaunch calls start one relaunch (the second
+"""Relaunch is one transaction per server: two concurrent ops.relaunch.run calls start one relaunch (the second
 is refused, nothing changed), a relaunch held by another spectui process is refused, a cancelled relaunch
 never leaves its history record "running", and an env-only relaunch records its environment diff
 (masked). Real simulators on the local host throughout."""
@@ -16,8 +16,8 @@ from ops_simlab import SEED_FLAGS, SIM_FAST_ENV, SimLab, alive, proc_argv, wait_
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore, masked_diff
-from spectui.ops.plan import Edits, build_plan
-from spectui.ops.relaunch import RelaunchOptions, Step, execute
+from spectui.ops.relaunch.plan import Edits, build_plan
+from spectui.ops.relaunch.run import RelaunchOptions, Step, execute
 from spectui.sources.base import ServerProcess
 from spectui.sources.local import LocalHost
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from spectui.ops.plan import Edits, build_plan
+from spectui.ops.relaunch.plan import Edits, build_plan
 from spectui.sources.base import ServerProcess
 
 ARGV = ("python", "-m", "sglang.launch_server", "--model-path", "/m", "--port", "8000", "--api-key", "sk-old-secret",

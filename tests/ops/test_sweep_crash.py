@@ -1,6 +1,6 @@
 """A server that crashes in the middle of a sweep's bench (the simulator's `crash-after N` fault in one grid
 axis): that config is recorded `failed` with its cause, and the sweep goes on — nothing runs any more, so the
-next config, and at the end the original command, are started from the known command (ops.relaunch.start_known:
+next config, and at the end the original command, are started from the known command (ops.relaunch.run.start_known:
 no stop step, port and GPU checks, a new log beside the old one, health while the rules read the log, history).
 Real simulator, bounded well under 90 s."""
 

@@ -19,8 +19,8 @@ import pytest
 from realkit import RealServer, prefix
 
 from spectui.core.log import parse_server_args
-from spectui.ops.plan import Edits
-from spectui.ops.relaunch import prepare
+from spectui.ops.relaunch.plan import Edits
+from spectui.ops.relaunch.run import prepare
 from spectui.sources.local import LocalHost
 
 # (edit as `relaunch --set/--unset`, what the real server does: ok | overridden | argparse_error | error,

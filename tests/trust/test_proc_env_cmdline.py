@@ -22,8 +22,8 @@ import pytest
 
 from spectui.commands.demo.run import free_port
 from spectui.ops.history import HistoryStore
-from spectui.ops.plan import Edits, build_plan
-from spectui.ops.relaunch import RelaunchOptions, execute
+from spectui.ops.relaunch.plan import Edits, build_plan
+from spectui.ops.relaunch.run import RelaunchOptions, execute
 from spectui.sources.discover import discover
 from spectui.sources.local import LocalHost
 

@@ -21,8 +21,8 @@ from owner_kit import uid_of as _uid_of
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
-from spectui.ops.plan import Edits, build_plan
-from spectui.ops.relaunch import RelaunchOptions, execute
+from spectui.ops.relaunch.plan import Edits, build_plan
+from spectui.ops.relaunch.run import RelaunchOptions, execute
 from spectui.sources.discover import discover
 from spectui.sources.local import LocalHost
 

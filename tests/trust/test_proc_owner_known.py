@@ -23,9 +23,9 @@ from owner_kit import USER, alive, health, kill_group, owned_server, uid_of
 
 from spectui.errors import RelaunchError
 from spectui.ops.history import HistoryStore
-from spectui.ops.known import find_known, known_of
-from spectui.ops.plan import Edits
-from spectui.ops.relaunch import RelaunchOptions, execute, prepare_any, start_known
+from spectui.ops.relaunch.known import find_known, known_of
+from spectui.ops.relaunch.plan import Edits
+from spectui.ops.relaunch.run import RelaunchOptions, execute, prepare_any, start_known
 from spectui.sources.discover import discover
 from spectui.sources.local import LocalHost
 
@@ -59,7 +59,7 @@ async def test_a_dry_run_says_the_refusal_and_exits_as_the_real_run(owned, tmp_p
 
     # what the real run refuses with, from the relaunch itself (not from the dry run's code path)
     server = next(s for s in await discover(LocalHost()) if s.pid == pid)
-    from spectui.ops.plan import build_plan
+    from spectui.ops.relaunch.plan import build_plan
 
     with pytest.raises(RelaunchError) as real:
         await execute(LocalHost(), build_plan(server, Edits(), host_name="local", now=datetime.now()), FAST,

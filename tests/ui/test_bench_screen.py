@@ -79,7 +79,7 @@ async def test_baseline_on_the_panel_and_bench_from_the_screen(tmp_path, monkeyp
 def test_a_recorded_no_spec_bench_is_the_cockpit_baseline(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     from spectui.core.launch import parse_command
-    from spectui.ops.bench import bench_history_path
+    from spectui.ops.bench.run import bench_history_path
 
     path = bench_history_path()
     path.parent.mkdir(parents=True)

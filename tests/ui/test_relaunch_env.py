@@ -1,5 +1,5 @@
 """The relaunch screen's environment line: the launch's variables as NAME=VALUE words, secrets masked and
-kept unless edited, edits becoming ops.plan.Edits env_sets / env_unsets."""
+kept unless edited, edits becoming ops.relaunch.plan.Edits env_sets / env_unsets."""
 
 from __future__ import annotations
 

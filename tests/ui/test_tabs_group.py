@@ -1,9 +1,9 @@
-"""Multi-node / PD recognition from launch flags (spectui.ops.group), and the group tab's label and refusal."""
+"""Multi-node / PD recognition from launch flags (spectui.ops.group.members), and the group tab's label and refusal."""
 
 from __future__ import annotations
 
 from spectui.core.launch import parse_command
-from spectui.ops.group import group_label, group_targets, node_role, relaunch_refusal
+from spectui.ops.group.members import group_label, group_targets, node_role, relaunch_refusal
 
 BASE = "python -m sglang.launch_server --model-path /m/llama --tp 8"
 

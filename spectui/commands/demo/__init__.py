@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def remove_demo_logs(path: str) -> None:
-    """Remove the demo's temp log and the logs a relaunch from the cockpit wrote beside it (ops.plan names
+    """Remove the demo's temp log and the logs a relaunch from the cockpit wrote beside it (ops.relaunch.plan names
     them after it: NAME-YYYYMMDD-HHMMSS[-N].log). Nothing else is touched."""
     folder, name = os.path.split(path)
     stem, ext = os.path.splitext(name)

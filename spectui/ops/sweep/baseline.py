@@ -1,5 +1,5 @@
 """`spectui sweep --baseline`: the no-speculation baseline measured once, before the grid, through
-ops.bench_baseline with the sweep's own workload (the original command benched, relaunched with every
+ops.bench.baseline with the sweep's own workload (the original command benched, relaunched with every
 --speculative-* flag unset, benched, restored and checked speculating). Every config's bench then carries
 that baseline (`source: "measured"`) and its speedup on aggregate and per-request tok/s.
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spectui.errors import SpectuiError
-from spectui.ops import bench
-from spectui.ops.plan import Edits
+from spectui.ops.bench import run as bench
+from spectui.ops.relaunch.plan import Edits
 
 
 @dataclass
@@ -47,7 +47,7 @@ async def measure(host: Any, config: Any, prompts: Any, *, pid: int | None, hist
                   note: Callable[[str], None], started: Callable[[asyncio.Task[Any]], None],
                   on_phase: Callable[[str], None] | None = None) -> BaselineOutcome:
     """bench --baseline on the original command; `started(task)` hands the task to the sweep's interrupt."""
-    from spectui.ops import bench_baseline
+    from spectui.ops.bench import baseline as bench_baseline
 
     plan = bench.BenchPlan(config, prompts, pid=pid, history_path=history_path)
 
@@ -89,7 +89,7 @@ def apply(out: dict[str, Any], baseline: Mapping[str, Any] | None) -> None:
 def restore_spec(edits: Edits, original_argv: Sequence[str], argv: Sequence[str]) -> Edits:
     """`edits` plus the original's --speculative-* flags the current command lacks (a server left without
     speculation by a failed restore: the next launch puts them back), axes' own flags excepted."""
-    from spectui.ops.bench_baseline import speculative_flags
+    from spectui.ops.bench.baseline import speculative_flags
 
     have, want = speculative_flags(list(argv)), speculative_flags(list(original_argv))
     named = {s[0] for s in edits.sets} | set(edits.unsets)

@@ -7,7 +7,7 @@ Grid axes (`--grid`):
                           env:SPECTUI_SIM_FAULT=-,oom-at-capture injects a simulator fault in one config
 A value `-` means "absent": the flag is removed (`--unset`) or the variable unset (`--unset-env`).
 
-Each combination is planned exactly as `relaunch` would plan it (ops.plan.build_plan against the running
+Each combination is planned exactly as `relaunch` would plan it (ops.relaunch.plan.build_plan against the running
 server): the same edited command, the same resolver verdict. Two combinations with the same effective
 config (every ServerArgs field SGLang resolves, plus the env axes' values) are one launch: topk 1 forces
 draft tokens = steps + 1, so a grid over draft tokens at topk 1 collapses to `duplicate` rows.
@@ -25,7 +25,7 @@ from typing import Any
 
 from spectui.core.launch import flag_values, parse_command, unset_flag
 from spectui.errors import UsageError
-from spectui.ops.plan import Edits, build_plan
+from spectui.ops.relaunch.plan import Edits, build_plan
 from spectui.sources.base import ServerProcess
 
 ABSENT = "-"
@@ -160,7 +160,7 @@ def _refusal(plan: Any) -> str:
 
 def grid_plans(server: ServerProcess, axes: Sequence[Axis], *, host_name: str, server_version: str | None,
                now: datetime | None = None) -> list[Any]:
-    """The relaunch plan of every combination, judged with the bundled releases (ops.hostjudge re-judges
+    """The relaunch plan of every combination, judged with the bundled releases (ops.relaunch.hostjudge re-judges
     a source build's with the host's own SGLang before plan_sweep reads them)."""
     now = now or datetime.now()
     return [build_plan(server, edits_for(values, server.argv, server.env), host_name=host_name, now=now,
@@ -235,8 +235,8 @@ def log_startup_s(log_text: str) -> float | None:
 def bench_seconds(workload: Mapping[str, Any], host_name: str, history_path: Path | str | None = None) -> float:
     """The last bench of the same workload on this host, else requests / concurrency x max_tokens at an
     assumed per-request speed."""
-    from spectui.ops.bench import workload_key
-    from spectui.ops.bench_history import bench_records
+    from spectui.ops.bench.history import bench_records
+    from spectui.ops.bench.run import workload_key
 
     key = workload_key(dict(workload))
     for obj in reversed(bench_records(history_path, host=host_name)):

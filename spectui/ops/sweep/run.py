@@ -1,5 +1,5 @@
-"""`spectui sweep`: every distinct valid config of a grid relaunched (ops.relaunch: the same checks, the same
-rollback, the launch history), warmed up and benched (ops.bench: bench.jsonl), with the rules reading the new
+"""`spectui sweep`: every distinct valid config of a grid relaunched (ops.relaunch.run: the same checks, the same
+rollback, the launch history), warmed up and benched (ops.bench.run: bench.jsonl), with the rules reading the new
 log the whole time; at the end the original command (or the best with `apply_best`) runs again.
 
 A config ends early, `failed` with its cause, when its launch fails (the relaunch rolls back to what ran
@@ -23,11 +23,11 @@ from typing import Any
 
 from spectui.errors import SpectuiError
 from spectui.load import BenchConfig, PromptSet
-from spectui.ops import bench
+from spectui.ops.bench import run as bench
 from spectui.ops.history import HistoryStore
-from spectui.ops.outcome import Progress, RelaunchOptions
-from spectui.ops.plan import Edits
-from spectui.ops.relaunch import KnownCommand, execute, prepare, prepare_start
+from spectui.ops.relaunch.outcome import Progress, RelaunchOptions
+from spectui.ops.relaunch.plan import Edits
+from spectui.ops.relaunch.run import KnownCommand, execute, prepare, prepare_start
 from spectui.ops.sweep.baseline import apply as apply_baseline
 from spectui.ops.sweep.baseline import restore_spec
 from spectui.ops.sweep.journal import Journal
@@ -104,7 +104,7 @@ class Sweep:
         s = base.server
         reported = None if s.port is None else await server_version(self.host, s.port, s.host_addr,
                                                                     server_api_key(s.argv))
-        from spectui.ops.hostjudge import judge_on_host
+        from spectui.ops.relaunch.hostjudge import judge_on_host
         from spectui.ops.sweep.plan import grid_plans
 
         plans = grid_plans(s, self.axes, host_name=self.host.name, server_version=reported)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from spectui.ops.group import group_label, group_targets, relaunch_refusal
-from spectui.ui.grouprelaunch import GroupTarget
+from spectui.ops.group.members import group_label, group_targets, relaunch_refusal
+from spectui.ui.grouptarget import GroupTarget
 from spectui.ui.multi.app import TabSpec
 from spectui.ui.multi.grouptail import group_tail
 from spectui.ui.session import Session

@@ -1,6 +1,6 @@
 """Bench from the cockpit (`b`): a side dialog with a small form first (requests, concurrency, max tokens,
 the workload; defaults filled, nothing is sent until enter / ctrl+s), then it loads the followed server
-through ops.bench in a worker (the log keeps flowing underneath), shows the live progress and then the
+through ops.bench.run in a worker (the log keeps flowing underneath), shows the live progress and then the
 result in place: tok/s, per-request speed, accept length over the window and the speedup against the
 known baseline. A bench of a server without speculation becomes the cockpit's baseline.
 
@@ -81,7 +81,7 @@ def cockpit_baseline(session: Any, tps: float | None, source: str | None) -> dic
         return {"baseline_tps": given, "baseline_source": source or "given"}
     if getattr(session, "host", None) is None or getattr(session, "replay", False):
         return {}
-    from spectui.ops.bench_baseline import known_baseline
+    from spectui.ops.bench.baseline import known_baseline
 
     host = getattr(session.host, "name", None) or session.label
     try:
@@ -219,7 +219,7 @@ class BenchScreen(ModalScreen[None]):
     async def run_bench(self, kw: dict[str, Any], prompts: Any) -> None:
         from spectui.errors import SpectuiError
         from spectui.load import BenchConfig, ServerUnreachableError
-        from spectui.ops import bench
+        from spectui.ops.bench import run as bench
 
         s, c = self.session, self.cockpit
         given = c.baseline if c.baseline_source in ("given", "simulator") else None

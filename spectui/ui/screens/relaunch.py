@@ -3,7 +3,7 @@ NAME=VALUE words (secret values masked, kept unless edited); live diff and verdi
 
 Every keystroke rebuilds the edited LaunchCommand, diffs it against the running one and asks
 core.resolve what SGLang would do with it (warnings, effective values, errors) — all pure and fast.
-Confirm (press Relaunch twice) hands the command to ops.relaunch in a worker and shows its progress.
+Confirm (press Relaunch twice) hands the command to ops.relaunch.run in a worker and shows its progress.
 
 One transaction: while it runs, confirm is disabled and the screen cannot be closed (closing would cancel
 the worker half-way); a failure is shown here — the reason, the diagnosis that ended it (rule, title,
@@ -64,7 +64,7 @@ def record_reached(app: Any, dash: Any, log: str, history_id: str, *, store: Any
         tps = snap.gen_tokens_per_s.mean
         try:
             # One figure per launch: the relaunch's own health watcher may have recorded what it reached
-            # (ops.relaunch, as the CLI does); that stays. The cockpit fills it in only when none was.
+            # (ops.relaunch.run, as the CLI does); that stays. The cockpit fills it in only when none was.
             if any(r.id == history_id and r.accept_len is not None for r in history.read()):
                 return
             history.update(history_id, accept_len=round(snap.accept_len.mean, 3),
@@ -303,7 +303,7 @@ class RelaunchScreen(ModalScreen[None]):
         return draft_secrets(self.draft)
 
     def _progress(self, step: str, detail: str = "") -> None:
-        """Called by ops.relaunch (possibly from a thread) for each step."""
+        """Called by ops.relaunch.run (possibly from a thread) for each step."""
         def show() -> None:
             from spectui.ui.relaunch_outcome import live_text
 

@@ -280,7 +280,7 @@ class SweepScreen(ModalScreen[None]):
         """The dashboard follows what runs at the end (if its successor watch has not already)."""
 
         from spectui.core.launch import parse_command
-        from spectui.ops.outcome import Attempt
+        from spectui.ops.relaunch.outcome import Attempt
         from spectui.ui.messages import RelaunchFinished, Restarted
 
         restore, cur = out.get("restore") or {}, self.sweep.current

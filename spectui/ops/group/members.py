@@ -5,7 +5,7 @@ make the processes of one multi-node server (same init address), and `--disaggre
 the two sides of a PD deployment (grouped by model path); each side may itself span nodes. The cockpit
 shows such a group as one tab: the decode lines of the member that prints them, the errors of every member.
 
-A group is relaunched whole (ops.grouprelaunch): every node stopped, then all started, node rank 0 first,
+A group is relaunched whole (ops.group.relaunch): every node stopped, then all started, node rank 0 first,
 with the same edits. `relaunch_refusal()` says in one line why a group tab cannot be relaunched: a node
 the flags promise was not connected (stopping the others would leave it waiting for peers, or running
 alone against a group that restarted).

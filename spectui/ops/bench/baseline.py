@@ -1,5 +1,5 @@
 """`spectui bench --baseline`: measure the speculative server, relaunch the same command without speculation
-(ops.relaunch with its safety: every --speculative-* flag unset, the rest and the environment kept), wait
+(ops.relaunch.run with its safety: every --speculative-* flag unset, the rest and the environment kept), wait
 healthy, run the same workload, then restore the speculative command and check it is healthy and speculating
 again. Both results go to bench.jsonl; the speculative one carries `baseline.source = "measured"` and the
 speedup on aggregate tok/s and per-request speed at the same concurrency.
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from spectui.errors import SpectuiError, UsageError
 from spectui.load import Progress
-from spectui.ops.bench import BenchPlan, Server, measure, record, speedup
+from spectui.ops.bench.run import BenchPlan, Server, measure, record, speedup
 from spectui.sources.base import Host
 
 T = TypeVar("T")
@@ -59,7 +59,7 @@ def _say(on_step: Callable[[str], None] | None, text: str) -> None:
 
 async def _relaunch(host: Host, pid: int, edits: Any, interrupted: list[bool],
                     on_step: Callable[[str], None] | None, what: str, options: Any) -> Any:
-    from spectui.ops.relaunch import execute, prepare
+    from spectui.ops.relaunch.run import execute, prepare
 
     plan = await _through(prepare(host, edits, pid=pid), interrupted)
     _say(on_step, f"{what}: {plan.new.render()[:200]}")
@@ -88,9 +88,9 @@ async def _speculating(host: Host, port: int, addr: str, api_key: str | None) ->
 async def preview(host: Host, plan: BenchPlan) -> str:
     """What `--baseline` will do to this server, as the operator confirms it (like `relaunch`): the two
     benches, the relaunch without speculation (its diff and verdict) and the restore. Changes nothing."""
-    from spectui.ops.bench import find_server
-    from spectui.ops.plan import Edits
-    from spectui.ops.relaunch import prepare
+    from spectui.ops.bench.run import find_server
+    from spectui.ops.relaunch.plan import Edits
+    from spectui.ops.relaunch.run import prepare
 
     proc = await find_server(host, plan.pid, plan.server_port)
     if proc is None:
@@ -126,8 +126,8 @@ async def run(host: Host, plan: BenchPlan, *, on_progress: Callable[[Progress], 
               options: Any = None) -> dict[str, Any]:
     """The speculative bench, the baseline bench and the restore; the contract's object for the
     speculative run plus `baseline_run` (the baseline's figures, pids, the restore's state)."""
-    from spectui.ops.plan import Edits
-    from spectui.ops.relaunch import RelaunchOptions
+    from spectui.ops.relaunch.plan import Edits
+    from spectui.ops.relaunch.run import RelaunchOptions
 
     options = options or RelaunchOptions()
     if getattr(host, "read_only", False):
@@ -220,7 +220,7 @@ def known_baseline(host: str, model: str | None, history_path: Any = None) -> An
     import posixpath
 
     from spectui.core.rules import BaselineTps
-    from spectui.ops.bench_history import bench_records
+    from spectui.ops.bench.history import bench_records
 
     want = {model, posixpath.basename(model.rstrip("/"))} if model else None
     for obj in reversed(bench_records(history_path, host=host)):

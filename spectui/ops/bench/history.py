@@ -1,4 +1,4 @@
-"""bench.jsonl, the bench results spectui recorded (ops.bench appends them beside the launch history):
+"""bench.jsonl, the bench results spectui recorded (ops.bench.run appends them beside the launch history):
 where it is and the one reader every consumer uses (the bench's history baseline, the cockpit's ×N
 baseline, the sweep's time estimate, `spectui advise`)."""
 

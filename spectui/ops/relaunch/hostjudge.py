@@ -11,7 +11,7 @@ from typing import Any
 
 from spectui.core.launch import HostResolveError, is_source_build, resolvable_args
 from spectui.core.launch import judge_by_host as judge
-from spectui.ops.plan import RelaunchPlan
+from spectui.ops.relaunch.plan import RelaunchPlan
 from spectui.sources.hostresolve_run import host_resolution
 
 

@@ -1,5 +1,5 @@
-"""What a group relaunch plans and reports: the plan of every member (one ops.plan.RelaunchPlan each, the
-same edits on every node) and the outcome of every member, shaped like ops.outcome.RelaunchResult for the
+"""What a group relaunch plans and reports: the plan of every member (one ops.relaunch.plan.RelaunchPlan each, the
+same edits on every node) and the outcome of every member, shaped like ops.relaunch.outcome.RelaunchResult for the
 primary (the node that serves HTTP and prints the decode lines) so the CLI and the cockpit read one the
 way they read the other."""
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.ops.hostcmds import display_argv
-from spectui.ops.outcome import Attempt, Progress
-from spectui.ops.plan import RelaunchPlan
+from spectui.ops.relaunch.outcome import Attempt, Progress
+from spectui.ops.relaunch.plan import RelaunchPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class GroupPlan:
     kind: str  # "2 nodes", "PD"
     members: tuple[GroupMember, ...]
     plans: tuple[RelaunchPlan, ...]  # one per member, same order
-    roles: tuple[Any, ...]  # ops.group.NodeRole per member
+    roles: tuple[Any, ...]  # ops.group.members.NodeRole per member
     primary: int  # index of the member that serves HTTP (node rank 0, the decode side of PD)
     start_order: tuple[int, ...]  # node rank 0 first: it hosts the rendezvous the others join
 

@@ -2,7 +2,7 @@
 
 Its command, environment and working directory are that user's and must not run as another: root
 relaunching a "server" another user started from their own folder would run that user's code as root.
-`check` is the one rule, used by the relaunch itself (ops.runner: a live server, and a gone one started
+`check` is the one rule, used by the relaunch itself (ops.relaunch.runner: a live server, and a gone one started
 again from what is known of it) and by every dry run (`relaunch --dry-run`, the plan): the same reason,
 the same way to do it as that user, the same exit. It changes nothing on the host (it runs `id`)."""
 

@@ -32,7 +32,7 @@ from typing import Any
 from spectui.errors import ProbeError, SpectuiError, UsageError
 from spectui.load import BenchConfig, BenchInterrupted, BenchResult, Progress, PromptSet, run_bench
 from spectui.load.runner import warmup_failure
-from spectui.ops.bench_history import bench_history_path, bench_records
+from spectui.ops.bench.history import bench_history_path, bench_records
 from spectui.ops.history import HistoryStore, now_iso
 from spectui.sources.base import Host, ServerProcess
 from spectui.sources.discover import flag_value, server_api_key

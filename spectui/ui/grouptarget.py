@@ -1,5 +1,5 @@
 """The cockpit's side of a group relaunch: a group tab (multi-node TP/PP, PD) knows its member Sessions;
-the relaunch screen's edits go to ops.grouprelaunch for every member, and afterwards each member Session
+the relaunch screen's edits go to ops.group.relaunch for every member, and afterwards each member Session
 follows what runs now (the new launch, or the restored one), so the group's merged tail reopens on the
 new logs."""
 
@@ -21,9 +21,9 @@ class GroupTarget:
 
 
 async def run_group_relaunch(session: Any, edits: Any, *, progress: Callable[[str, str], None]) -> Any:
-    """The relaunch screen's edits (ops.plan.Edits) on every member of `session.group`, as one transaction
-    (ops.grouprelaunch)."""
-    from spectui.ops.grouprelaunch import GroupMember, execute_group, prepare_group
+    """The relaunch screen's edits (ops.relaunch.plan.Edits) on every member of `session.group`, as one transaction
+    (ops.group.relaunch)."""
+    from spectui.ops.group.relaunch import GroupMember, execute_group, prepare_group
 
     group: GroupTarget = session.group
     members = [GroupMember(s.host, label, s.pid, s.log_path) for s, label in zip(group.members, group.labels, strict=True)]

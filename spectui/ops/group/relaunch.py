@@ -6,10 +6,10 @@ Why together: the nodes of a multi-node server meet at `--dist-init-addr` (node 
 torch.distributed store the others join) and none loads a weight until all have joined; a node restarted
 alone waits for peers that will never come, and the survivors of a lost peer fail. So:
 
-1. plan every member with ops.relaunch.prepare (the same Edits; each keeps its own `--node-rank`, host, env);
+1. plan every member with ops.relaunch.run.prepare (the same Edits; each keeps its own `--node-rank`, host, env);
    edits that change the group's shape (`--nnodes`, `--node-rank`, `--disaggregation-mode`, dropping
    `--dist-init-addr`) are refused, and so is a group with a node not connected;
-2. hold every member's relaunch lock and run every member's pre-flight (ops.runner) before anything
+2. hold every member's relaunch lock and run every member's pre-flight (ops.relaunch.runner) before anything
    changes — any refusal leaves every node as it was;
 3. stop every member's process group (SIGTERM, SIGKILL after the grace, port free, GPU released);
 4. start node rank 0 first (prefill before decode for PD), then the others at once, without waiting for
@@ -37,13 +37,13 @@ from typing import Any
 from spectui.aio import cancel_and_wait
 from spectui.errors import HostError, RelaunchError
 from spectui.ops import procs
-from spectui.ops.group import group_targets, node_role
-from spectui.ops.groupresult import GroupMember, GroupPlan, GroupResult, MemberOutcome
+from spectui.ops.group.members import group_targets, node_role
+from spectui.ops.group.result import GroupMember, GroupPlan, GroupResult, MemberOutcome
 from spectui.ops.history import HistoryStore, LaunchRecord, masked_diff, masked_env_diff, now_iso
 from spectui.ops.hostcmds import display_argv
-from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, Step
-from spectui.ops.plan import Edits
-from spectui.ops.runner import Runner, StepFailed
+from spectui.ops.relaunch.outcome import Attempt, Progress, RelaunchOptions, Step
+from spectui.ops.relaunch.plan import Edits
+from spectui.ops.relaunch.runner import Runner, StepFailed
 
 __all__ = ["GroupMember", "GroupPlan", "GroupResult", "execute_group", "prepare_group"]
 
@@ -61,7 +61,7 @@ async def prepare_group(members: Sequence[GroupMember], edits: Edits, *, now: da
     """Plan the relaunch of every member (the same edits). Raises RelaunchError when the members are not one
     multi-node / PD server, a node is not connected, or an edit would change the group's shape. Changes
     nothing on any host."""
-    from spectui.ops.relaunch import prepare
+    from spectui.ops.relaunch.run import prepare
 
     if len(members) < 2:
         raise RelaunchError("a group relaunch needs every node of the server (two or more)")
@@ -96,7 +96,7 @@ async def execute_group(gplan: GroupPlan, options: RelaunchOptions | None = None
     another relaunch of a member runs; after that every failure ends in a GroupResult saying
     what runs now on every node. `on_logs`: called with every member's log just before the nodes are started
     (the new logs, then the restored ones on a rollback), so a follower can move to them at once."""
-    from spectui.ops.relaunch import relaunch_lock
+    from spectui.ops.relaunch.run import relaunch_lock
 
     store = history or HistoryStore()
     with contextlib.ExitStack() as locks:
@@ -148,7 +148,7 @@ class _Group:
                 self.store.update(launch_id, outcome="failed", error=str(exc), ended=now_iso())
             raise
         except (Exception, asyncio.CancelledError) as exc:  # never leave a record "running"
-            from spectui.ops.relaunch import _interrupted
+            from spectui.ops.relaunch.run import _interrupted
 
             for launch_id, r in zip(ids, self.runners, strict=True):
                 self.store.update(launch_id, outcome="failed", error=_interrupted(r, exc), new_pid=r.started_pid,

@@ -1,5 +1,5 @@
 """The steps of one relaunch on a host: checks, stop by process group, waits, detached start, health,
-rollback. Used by ops.relaunch.execute; every failure after the stop ends with the host in the old state
+rollback. Used by ops.relaunch.run.execute; every failure after the stop ends with the host in the old state
 (rolled back) or the new one, and a message saying which."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from spectui.errors import HostError, RelaunchError, RulesError
-from spectui.ops import owner, procs
-from spectui.ops.health import HealthOutcome, LaunchWatcher
+from spectui.ops import procs
 from spectui.ops.hostcmds import ProcEntry, check_pgid, display_argv
-from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
-from spectui.ops.plan import RelaunchPlan, new_log_path
+from spectui.ops.relaunch.health import HealthOutcome, LaunchWatcher
+from spectui.ops.relaunch.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
+from spectui.ops.relaunch.plan import RelaunchPlan, new_log_path
+from spectui.ops.relaunch import owner
 
 ROLLBACK_HEALTH_MIN_S = 900.0
 _PHASE_STEPS = {"loading": Step.LOADING, "capturing": Step.CAPTURING}
@@ -101,7 +102,7 @@ class Runner:
         self.group = procs.alive_in_group(all_procs, s.pgid)
 
     async def check_owner(self, *, gone: bool = False) -> None:
-        """A server is relaunched (or started again) as its owner or not at all: ops.owner.check, whose
+        """A server is relaunched (or started again) as its owner or not at all: ops.relaunch.owner.check, whose
         prefix (--as-owner: sudo -n -u OWNER --) the signals and the start then run through."""
         found = await owner.check(self.host, self.plan.server, as_owner=self.opt.as_owner, gone=gone)
         self.as_user = list(found.as_user)

@@ -1,4 +1,4 @@
-"""What is known of a server that no longer runs, so that it can be started again (ops.relaunch's
+"""What is known of a server that no longer runs, so that it can be started again (ops.relaunch.run's
 `prepare_any`): the last launch of the process that wrote a log, had a pid, or ran last on this host.
 
 Where it comes from, best first: what the caller saw while it ran (the cockpit's discovery: argv,
@@ -46,7 +46,7 @@ class KnownCommand:
     host_addr: str = "127.0.0.1"
     pid: int | None = None  # the last server's pid (gone): checked not to run it still, its GPU memory waited for
     program: str = ""
-    source: str = ""  # where the command is known from (ops.known): shown in the plan
+    source: str = ""  # where the command is known from (ops.relaunch.known): shown in the plan
     env_note: str = ""  # how much of its environment is known ("" = exactly, read from /proc while it ran)
     sglang_version: str | None = None  # the release it was judged with last (history), when known
     uid: int | None = None  # the last server's owner (it is started again as that user or not at all); None: not known
@@ -61,7 +61,7 @@ class KnownCommand:
 async def log_owner(host: Any, log: str | None) -> tuple[int | None, str, str]:
     """(uid, user, note) of a gone server's owner as its log says (the file its redirection created), or
     (None, "", "") when there is no log to ask."""
-    from spectui.ops.owner import describe, path_owner
+    from spectui.ops.relaunch.owner import describe, path_owner
 
     found = await path_owner(host, log) if log else None
     if found is None:

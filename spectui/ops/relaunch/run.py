@@ -37,10 +37,10 @@ from spectui.ops.history import (
     now_iso,
 )
 from spectui.ops.hostcmds import display_argv
-from spectui.ops.known import KnownCommand
-from spectui.ops.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
-from spectui.ops.plan import Edits, RelaunchPlan, build_plan
-from spectui.ops.runner import Runner
+from spectui.ops.relaunch.known import KnownCommand
+from spectui.ops.relaunch.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
+from spectui.ops.relaunch.plan import Edits, RelaunchPlan, build_plan
+from spectui.ops.relaunch.runner import Runner
 from spectui.sources.base import ServerProcess
 
 __all__ = ["Attempt", "KnownCommand", "Progress", "RelaunchOptions", "RelaunchResult", "Step", "execute", "prepare",
@@ -124,7 +124,7 @@ async def prepare(
     while await host.stat(plan.log_path) is not None:
         taken.append(plan.log_path)
         plan = build_plan(server, edits, taken_logs=taken, **kw)
-    from spectui.ops.hostjudge import judge_on_host
+    from spectui.ops.relaunch.hostjudge import judge_on_host
 
     return await judge_on_host(host, server, plan, version)
 
@@ -158,7 +158,7 @@ async def prepare_start(host: Any, known: KnownCommand, edits: Edits, *, server_
         taken.append(plan.log_path)
         plan = build_plan(server, edits, taken_logs=taken, **kw)
     note = "; ".join(x for x in (f"known from {known.source}" if known.source else "", known.env_note) if x)
-    from spectui.ops.hostjudge import judge_on_host
+    from spectui.ops.relaunch.hostjudge import judge_on_host
 
     plan = await judge_on_host(host, server, plan, server_version)
     return dataclasses.replace(plan, from_known=True, known_note=note)
@@ -169,10 +169,10 @@ async def prepare_any(host: Any, edits: Edits, *, pid: int | None = None, log: s
                       history: HistoryStore | None = None, server_version: str | None = None) -> RelaunchPlan:
     """The plan for the server named by `pid` / `log` / `port` (or the host's only one), alive or not: a
     live server is relaunched (prepare); one that is gone — no such pid, no live process writing `log`, no
-    server left on the host — is started again from what is known of it (`known`, else ops.known: the
+    server left on the host — is started again from what is known of it (`known`, else ops.relaunch.known: the
     history, the log), without a stop step. DiscoveryError when nothing runs and nothing is known."""
     from spectui.errors import DiscoveryError
-    from spectui.ops.known import find_known
+    from spectui.ops.relaunch.known import find_known
     from spectui.sources.discover import SeveralServers, discover
 
     servers = await discover(host)

@@ -1,5 +1,5 @@
 """What a relaunch reports: its steps, options, each start attempt and the result (shared by
-ops.relaunch, which plans and records, and ops.runner, which carries a plan out)."""
+ops.relaunch.run, which plans and records, and ops.relaunch.runner, which carries a plan out)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from spectui.ops.hostcmds import display_argv
-from spectui.ops.plan import RelaunchPlan
+from spectui.ops.relaunch.plan import RelaunchPlan
 
 
 class Step(StrEnum):
