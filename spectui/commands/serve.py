@@ -126,8 +126,8 @@ async def _serve(args: argparse.Namespace) -> int:
     from aiohttp import web
     from textual_serve.server import Server
 
-    from spectui.commands import connectmulti
     from spectui.commands.connect import build_session
+    from spectui.commands.connect import multi as connectmulti
     from spectui.errors import UsageError
     from spectui.ui.multi.assemble import tab_specs
     from spectui.ui.multi.hub import HubServer

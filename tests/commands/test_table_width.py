@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 SCRIPT = """
-from spectui.commands.sweep_view import print_results
+from spectui.commands.sweep.view import print_results
 bench = {"output_tokens_per_s": 812.5, "tpot_ms": {"p50": 7.25, "p99": 11.5}, "speedup": {"output_tokens_per_s": 1.42},
          "per_request_tokens_per_s": {"mean": 101.5}, "accept_len": {"mean": 2.61}}
 cfg = {"status": "ok", "set": {"speculative_num_steps": 3, "speculative_eagle_topk": 1,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.commands import connectmulti
 from spectui.commands.connect import build_session
+from spectui.commands.connect import multi as connectmulti
 from spectui.ui.multi.app import TabbedApp
 from spectui.ui.screens.fleet import FleetScreen
 from spectui.ui.widgets.fleet_table import FleetTable

@@ -21,8 +21,8 @@ from spectui.commands.connect import build_session
 from spectui.commands.demo.run import free_port
 from spectui.sources.liveness import LivenessConfig
 from spectui.ui.app import SpectuiApp
+from spectui.ui.mixins import stalewatch
 from spectui.ui.phases import PhaseTimeline
-from spectui.ui.screens import stalewatch
 from spectui.ui.widgets.diagnoses import DiagnosesPanel
 from spectui.ui.widgets.header import HeaderBar
 from spectui.ui.widgets.spec_panel import SpecPanel

@@ -10,8 +10,8 @@ from ops_simlab import SIM_FAST_ENV, SimLab, alive, free_port, proc_argv, wait_h
 from test_tabs_sim import connect_args, wait_for
 from textual.widgets import DataTable, Input
 
-from spectui.commands import connectmulti  # noqa: E402
 from spectui.commands.connect import build_session  # noqa: E402
+from spectui.commands.connect import multi as connectmulti  # noqa: E402
 from spectui.ops.history import read_history  # noqa: E402
 from spectui.ui.multi.app import TabbedApp  # noqa: E402
 from spectui.ui.multi.assemble import tab_specs  # noqa: E402

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from ops_simlab import SIM_FAST_ENV, SimLab, free_port, wait_health  # noqa: E402
 
-from spectui.commands import connectmulti  # noqa: E402
 from spectui.commands.connect import build_session  # noqa: E402
+from spectui.commands.connect import multi as connectmulti  # noqa: E402
 from spectui.ui.multi.app import TabbedApp  # noqa: E402
 from spectui.ui.multi.assemble import tab_specs  # noqa: E402
 from spectui.ui.widgets.summary_strip import SummaryStrip  # noqa: E402

@@ -3,7 +3,7 @@
 The log's events are merged with a `health` event on each change of verdict (sources.liveness). When the
 process is gone, the server that took its place — a relaunch done elsewhere: another spectui, a colleague,
 a launcher — is looked for with `sources.liveness.find_successor`, the finder the cockpit uses
-(ui/screens/serverwatch.py), at the cockpit's pace. Once found, a `server` event says so and the watch goes
+(ui/mixins/serverwatch.py), at the cockpit's pace. Once found, a `server` event says so and the watch goes
 on with the successor: its log read from its first line (a new launch; `n` restarts at 1 as in that file),
 the rules judging its own command line, its health. A successor writing to the same log keeps the
 follow where it is; only the probes move to the new pid.

@@ -11,10 +11,10 @@ from typing import Any
 from spectui.errors import HostError, RelaunchError, RulesError
 from spectui.ops import procs
 from spectui.ops.hostcmds import ProcEntry, check_pgid, display_argv
+from spectui.ops.relaunch import owner
 from spectui.ops.relaunch.health import HealthOutcome, LaunchWatcher
 from spectui.ops.relaunch.outcome import Attempt, Progress, RelaunchOptions, RelaunchResult, Step
 from spectui.ops.relaunch.plan import RelaunchPlan, new_log_path
-from spectui.ops.relaunch import owner
 
 ROLLBACK_HEALTH_MIN_S = 900.0
 _PHASE_STEPS = {"loading": Step.LOADING, "capturing": Step.CAPTURING}

@@ -25,9 +25,9 @@ from spectui.sources.base import TailLines, TailState
 from spectui.ui.analysis import analyse_batch
 from spectui.ui.controller import Cockpit, CockpitUpdate
 from spectui.ui.messages import RelaunchFinished
+from spectui.ui.mixins.logkeys import LogKeys
+from spectui.ui.mixins.serverwatch import ServerWatch
 from spectui.ui.model import HeaderInfo
-from spectui.ui.screens.logkeys import LogKeys
-from spectui.ui.screens.serverwatch import ServerWatch
 from spectui.ui.session import Session
 from spectui.ui.widgets.config_panel import ConfigPanel
 from spectui.ui.widgets.diagnoses import DiagnosesPanel

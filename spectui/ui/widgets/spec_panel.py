@@ -23,7 +23,7 @@ class SpecData:
     baseline: Any = None  # no-spec tok/s (core.rules.match.BaselineTps when its concurrency is known)
     baseline_source: str | None = None  # measured | history | given | simulator
     stale: str | None = None  # "as of 21:50:03 · server gone": the log's figures are old (greyed)
-    idle: Any = None  # ui.screens.stalewatch.IdleFigures: a quiet server's load from /metrics
+    idle: Any = None  # ui.mixins.stalewatch.IdleFigures: a quiet server's load from /metrics
 
 
 def _f(value: float | None, fmt: str = ".2f") -> str:

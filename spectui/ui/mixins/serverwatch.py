@@ -23,7 +23,7 @@ from spectui.sources.liveness import (
     LivenessMonitor,
     await_successor,
 )
-from spectui.ui.screens.stalewatch import StaleWatch
+from spectui.ui.mixins.stalewatch import StaleWatch
 
 DECODE_MARK = "Decode batch"  # SGLang's decode line (its figures vouch for the server once parsed)
 

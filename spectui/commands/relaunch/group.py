@@ -10,7 +10,7 @@ import sys
 
 
 async def run_group(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, options, owner_refusal, printer, targets_and_edits
+    from spectui.commands.relaunch.gate import gate, options, owner_refusal, printer, targets_and_edits
     from spectui.errors import UsageError
     from spectui.ops.group.relaunch import GroupMember, execute_group, prepare_group
     from spectui.ops.procs import own_pgids

@@ -63,13 +63,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from spectui.commands.relaunchgate import gate, options, owner_refusal, printer, targets_and_edits
+    from spectui.commands.relaunch.gate import gate, options, owner_refusal, printer, targets_and_edits
     from spectui.ops.procs import own_pgids
     from spectui.ops.relaunch.run import execute, prepare_any
     from spectui.sources.target import open_host
 
     if len(args.targets) > 1:
-        from spectui.commands.relaunchgroup import run_group
+        from spectui.commands.relaunch.group import run_group
 
         return await run_group(args)
     (target,), edits = targets_and_edits(args)

@@ -91,7 +91,7 @@ def _axes(args: argparse.Namespace, journal: Any) -> list[Any]:
 async def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from spectui.commands import sweep_view as view
+    from spectui.commands.sweep import view
     from spectui.errors import UsageError
     from spectui.ops.sweep.journal import Journal, default_journal_path
     from spectui.ops.sweep.run import Sweep

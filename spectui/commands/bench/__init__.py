@@ -46,7 +46,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spectui.commands.benchopts import add_bench_only_arguments
+    from spectui.commands.bench.opts import add_bench_only_arguments
 
     add_common_arguments(parser)
     add_bench_only_arguments(parser)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    from spectui.commands.benchopts import workload
+    from spectui.commands.bench.opts import workload
     from spectui.errors import UsageError
     from spectui.load import BenchConfig
     from spectui.ops.bench.run import BenchPlan
@@ -93,7 +93,7 @@ def _plan(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from spectui.commands.benchopts import confirm_baseline, write_output
+    from spectui.commands.bench.opts import confirm_baseline, write_output
     from spectui.errors import UsageError
     from spectui.sources.target import open_host, parse_target
 
@@ -141,7 +141,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _confirmed(host: Any, plan: Any) -> bool:
-    from spectui.commands.benchopts import ask
+    from spectui.commands.bench.opts import ask
     from spectui.ops.bench import baseline as bench_baseline
 
     return ask(await bench_baseline.preview(host, plan))

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from spectui.commands import connectmulti
+    from spectui.commands.connect import multi as connectmulti
     from spectui.errors import SpectuiError
 
     try:
