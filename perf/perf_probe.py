@@ -160,7 +160,7 @@ def main() -> int:
     parser.add_argument("--states", default="idle,busy")
     parser.add_argument("--ssh", action="store_true", help="attach over a real sshd on 127.0.0.1")
     args = parser.parse_args()
-    from spectui.commands.demo.run import free_port
+    from spectui.commands.demo.simrun import free_port
 
     calls = Calls()
     calls.install()

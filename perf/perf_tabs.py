@@ -148,7 +148,7 @@ def server_cost(n: int, seconds: float) -> dict[str, float]:
 
     from perf_probe import measure, show, start_sim
 
-    from spectui.commands.demo.run import free_port
+    from spectui.commands.demo.simrun import free_port
 
     print(f"what the tabs cost an idle server ({seconds:.0f}s windows, counted in its access log)")
     with tempfile.TemporaryDirectory() as tmp:

@@ -191,7 +191,7 @@ def viewer_command() -> str:
     in this process's environment so the viewer imports this very spectui."""
     import shlex
 
-    from spectui.commands.demo.run import child_python, own_pythonpath
+    from spectui.commands.demo.simrun import child_python, own_pythonpath
 
     os.environ["PYTHONPATH"] = own_pythonpath(dict(os.environ))
     return shlex.join([*child_python(), "-m", "spectui", "serve", "--viewer"])

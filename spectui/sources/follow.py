@@ -61,7 +61,7 @@ class EventBuilder:
             self._pipe_next = ev.first_line
         self._delta = ev.first_line - self._pipe_next
         out: list[dict[str, Any]] = []
-        if self.raw:
+        if self.raw and not ev.header:  # the launch header is analysed, not printed: raw lines stay contiguous
             out.extend({"type": "line", "n": ev.first_line + i, "text": t} for i, t in enumerate(ev.lines))
         self._pipe_next += len(ev.lines)
         out.extend(self.on_update(self.pipeline.feed_lines(ev.lines)))

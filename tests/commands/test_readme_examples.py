@@ -91,6 +91,8 @@ NEEDS_ELSEWHERE: dict[str, str] = {
     "bench local --server-port 30000 --dataset-name random --random-input-len 1024 --random-output-len 256 "
     "--ignore-eos --num-prompts 200 --max-concurrency 32 --output-file runs.jsonl --goodput ttft:500 tpot:50":
         "a server on port 30000",
+    "bench local --server-port 30000 --dataset-name generated-shared-prefix --gsp-num-turns 4 --gsp-num-groups 8 "
+    "--gsp-prompts-per-group 4 --max-concurrency 8": "a server on port 30000",
     "sweep root@gpu1 --grid speculative-num-steps=1,3,5,7 --grid speculative-eagle-topk=1 "
     "--grid speculative-num-draft-tokens=2,4,6,8 --requests 32 --concurrency 4 --dry-run": "an SSH host",
     "sweep local --grid speculative-num-steps=2,4 --grid env:SPECTUI_SIM_FAULT=-,oom-at-capture --yes --json":

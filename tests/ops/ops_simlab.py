@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.commands.demo.run import free_port as free_port  # re-exported for the tests
+from spectui.commands.demo.simrun import free_port as free_port  # re-exported for the tests
 
 # The seed launch (/work/shared/seeds/002: EAGLE3, topk 1, 16 draft tokens, steps 1) on the simulator.
 SEED_FLAGS = ["--model-path", "/models/kimi-k2.5-int4", "--speculative-algorithm", "EAGLE3",

@@ -229,7 +229,7 @@ class RealServer:
 
 
 def free_port() -> int:
-    from spectui.commands.demo.run import free_port as _free
+    from spectui.commands.demo.simrun import free_port as _free
 
     return _free()
 

@@ -191,6 +191,7 @@ async def test_cockpit_on_the_real_server(srv: RealServer) -> None:
         while not (dash.last_update is not None and dash.last_update.snapshot.samples > 0):
             assert time.monotonic() < end, "no decode line reached the cockpit"
             await pilot.pause(0.2)
+        await dash.wait_processed()  # the panels follow the batch at most 4 times a second: on screen now
         panel = str(dash.query_one(SpecPanel).render())
         assert "ceiling 4" in panel and "(draft tokens 4)" in panel and "α≈" in panel, panel
         assert "cpu graph off" in panel and "OFF" not in panel  # the CPU backend's norm, not an alarm

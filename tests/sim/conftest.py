@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 
 TARGET = ["--model-path", "/models/meta-llama/Llama-3.1-8B-Instruct"]
 EAGLE3 = [*TARGET, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/draft"]

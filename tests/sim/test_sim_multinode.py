@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 from tests.sim.conftest import TARGET, Sim
 
 ENV = {"SPECTUI_SIM_TIME_SCALE": "40", "SPECTUI_SIM_TRAFFIC": "4"}  # traffic: only node 0 may serve it

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from spectui.commands.demo.run import free_port as free_port  # re-exported for the tests
+from spectui.commands.demo.simrun import free_port as free_port  # re-exported for the tests
 
 STUB = "import sys, time\nprint('stub server up', flush=True)\nprint('on stderr', file=sys.stderr, flush=True)\ntime.sleep(120)\n"
 

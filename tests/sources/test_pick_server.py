@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spectui.cli import main
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 
 A = ["--model-path", "/m/alpha", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/m/d",
      "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]

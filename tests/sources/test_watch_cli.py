@@ -118,7 +118,7 @@ def test_human_output_strips_terminal_escapes(tmp_path: Path) -> None:
 
 
 def test_human_output_drops_c1_controls_and_bidi_overrides() -> None:
-    from spectui.commands.watch.run import human
+    from spectui.commands.watch.loop import human
 
     # 8-bit OSC (U+009D) sets the window title on some terminals; U+202E reverses the rest of the line.
     shown = human({"type": "line", "n": 1, "text": "a\x9d0;pwned\x07b \u202eevil"})

@@ -150,7 +150,7 @@ def test_watch_piped_into_head_exits_cleanly(tmp_path: Path, sshd: Sshd) -> None
 
 
 def test_human_form_of_the_successor_event() -> None:
-    from spectui.commands.watch.run import human
+    from spectui.commands.watch.loop import human
 
     text = human({"type": "server", "state": "successor", "pid": 12, "log": "/l/s-2.log\x1b[31m", "port": 30000,
                   "previous_pid": 11})

@@ -94,7 +94,7 @@ def owned_server() -> Iterator[tuple[pwd.struct_passwd, Path, int, int]]:
     (root / "stub" / "sglang" / "launch_server.py").write_text(STUB)
     for path in [root, *root.rglob("*")]:
         os.chown(path, user.pw_uid, user.pw_gid)
-    from spectui.commands.demo.run import free_port
+    from spectui.commands.demo.simrun import free_port
 
     port = free_port()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "PYTHONPATH": str(root / "stub"), "OWNER_MARK": "theirs"}

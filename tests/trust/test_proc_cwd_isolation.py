@@ -27,7 +27,7 @@ def plant(cwd: Path) -> Path:
 
 def test_demo_simulator_does_not_import_a_spectui_folder_in_the_cwd(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from spectui.commands.demo.run import DemoRun
+    from spectui.commands.demo.simrun import DemoRun
     from spectui.core.launch import flag_value
     from spectui.sim.scenarios import SCENARIOS
 

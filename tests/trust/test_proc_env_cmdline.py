@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 from spectui.ops.history import HistoryStore
 from spectui.ops.relaunch.plan import Edits, build_plan
 from spectui.ops.relaunch.run import RelaunchOptions, execute

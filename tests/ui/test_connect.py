@@ -13,7 +13,7 @@ import time
 import pytest
 
 from spectui.commands.connect import build_session
-from spectui.commands.demo.run import DemoRun
+from spectui.commands.demo.simrun import DemoRun
 from spectui.sim.scenarios import SCENARIOS
 from spectui.ui.app import SpectuiApp
 from spectui.ui.widgets.config_panel import ConfigPanel

@@ -76,7 +76,7 @@ async def test_over_ssh_a_killed_server_is_started_again_with_its_own_environmen
     import signal
 
     from spectui.commands.connect import build_session
-    from spectui.commands.demo.run import DemoRun
+    from spectui.commands.demo.simrun import DemoRun
     from spectui.sim.scenarios import SCENARIOS
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

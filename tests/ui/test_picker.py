@@ -16,7 +16,7 @@ import pytest
 from textual.widgets import OptionList
 
 from spectui.commands.connect import build_session
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 from spectui.errors import DiscoveryError, UsageError
 from spectui.sources.base import ServerProcess
 from spectui.ui.screens.picker import ServerPicker

@@ -9,7 +9,7 @@ import signal
 
 from textual.widgets import DataTable
 
-from spectui.commands.demo.run import DemoRun
+from spectui.commands.demo.simrun import DemoRun
 from spectui.sim.scenarios import SCENARIOS
 from spectui.sources.local import LocalHost
 from spectui.sources.tail import LogTail

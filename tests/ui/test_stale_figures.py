@@ -18,7 +18,7 @@ import httpx
 from test_relaunch_sim import wait_for
 
 from spectui.commands.connect import build_session
-from spectui.commands.demo.run import free_port
+from spectui.commands.demo.simrun import free_port
 from spectui.sources.liveness import LivenessConfig
 from spectui.ui.app import SpectuiApp
 from spectui.ui.mixins import stalewatch

@@ -219,7 +219,7 @@ def run_demo(args: argparse.Namespace) -> int:
     """`spectui demo` with a screen: start the scenario's simulated server, open the cockpit on its log."""
     import asyncio
 
-    from spectui.commands.demo.run import DemoRun
+    from spectui.commands.demo.simrun import DemoRun
     from spectui.sim.scenarios import SCENARIOS
 
     demo = DemoRun(SCENARIOS[args.scenario], version=args.sglang_version, time_scale=args.time_scale,

@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
         from spectui.commands.connect import run_demo
 
         return run_demo(args)
-    from spectui.commands.demo.run import DemoRun
+    from spectui.commands.demo.simrun import DemoRun
 
     demo = DemoRun(SCENARIOS[args.scenario], version=args.sglang_version, time_scale=args.time_scale,
                    duration=args.duration, log_path=args.log)

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from spectui.commands.watch.run import watch_main
+    from spectui.commands.watch.loop import watch_main
     from spectui.errors import SpectuiError
 
     if args.duration is not None and args.duration <= 0:
