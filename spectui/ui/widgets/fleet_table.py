@@ -28,6 +28,8 @@ from textual.strip import Strip
 _CACHE_ROWS = 512
 
 
+GAP = "  "  # between columns
+
 class FleetTable(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor_up", "Up", show=False),
@@ -91,7 +93,7 @@ class FleetTable(ScrollView, can_focus=True):
         self._entries, self._keys = entries, keys
         self._widths = [max(len(c), w) for c, w in zip(self.columns, widths, strict=True)]
         self._cache.clear()
-        self.virtual_size = Size(sum(self._widths) + len(self._widths), len(entries) + 1)
+        self.virtual_size = Size(sum(self._widths) + len(GAP) * len(self._widths), len(entries) + 1)
         row = self.cursor_row if cursor is None else cursor
         self._set_cursor(max(0, min(row, len(entries) - 1)), announce=True)
         self.refresh()
@@ -168,10 +170,12 @@ class FleetTable(ScrollView, can_focus=True):
 
     # ---- rendering ----------------------------------------------------------------------------
 
-    def _line(self, cells: Sequence[Text], style: Style | None) -> Strip:
+    def _line(self, cells: Sequence[Text], style: Style | None, *, plain: bool = False) -> Strip:
+        """One row: cells padded to their column, two spaces apart (as DataTable pads); `plain`: the cells'
+        own colours dropped (the cursor row: red on the cursor's blue does not read)."""
         line = Text(no_wrap=True, end="", style=style or "")
         for i, (cell, width) in enumerate(zip(cells, self._widths, strict=False)):
-            cell = cell.copy()
+            cell = Text(cell.plain) if plain else cell.copy()
             cell.truncate(width, overflow="ellipsis")
             pad = width - cell.cell_len
             if i in self._right:
@@ -180,7 +184,9 @@ class FleetTable(ScrollView, can_focus=True):
             else:
                 line.append_text(cell)
                 line.append(" " * pad)
-            line.append(" ")
+            line.append(GAP)
+        if style:  # as a span under the cells' own (Text.render drops a base style when there are no spans)
+            line.stylize_before(style, 0, len(line))
         return Strip(line.render(self.app.console))
 
     def render_line(self, y: int) -> Strip:
@@ -201,7 +207,7 @@ class FleetTable(ScrollView, can_focus=True):
             style = None
         full = self._cache.get(row)
         if full is None:
-            full = self._line(self._cells(self._entries[row]), style)
+            full = self._line(self._cells(self._entries[row]), style, plain=row == self.cursor_row)
             if len(self._cache) >= _CACHE_ROWS:
                 self._cache.clear()
             self._cache[row] = full
