@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
-from ui_kit import settle  # noqa: E402
 from test_snapshots import seed_app  # noqa: E402
+from ui_kit import settle  # noqa: E402
 
 OUT = ROOT / "screenshots"
 DATA = ROOT / "tests" / "ui" / "data"
